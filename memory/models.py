@@ -9,10 +9,10 @@ import difflib
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -590,6 +590,30 @@ class Mention(BaseModel):
 
 #: The refs of lines from speech, whose time is always that of the audio (``audio:night.wav:0``, ``voice:…``).
 TIMED_REFS = ("audio:", "voice:")
+
+
+def speaker_label(speaker: str, plays: str | None) -> str:
+    """Who says a line as every reader reads it (recall's hits, the recap's quotes, MCP): "Travis (Grog Strongjaw)"
+    where the speaker plays that character (:func:`played_there`), else the speaker; a speaker named like the
+    character once."""
+    if not plays or plays.replace("’", "'").casefold() == speaker.replace("’", "'").casefold():
+        return speaker
+    return f"{speaker} ({plays})"
+
+
+_T = TypeVar("_T")
+
+
+def played_there(characters: Mapping[str, Sequence[_T]], took_part: Collection[_T]) -> dict[str, _T]:
+    """The character each speaker (casefolded, as ``characters`` keys the characters they play by ``played_by``)
+    plays in a session: their one, or of several the one that took part in it (``took_part``; LIAM plays Vax in one
+    campaign and Caleb in the next); none when that says not which."""
+    out: dict[str, _T] = {}
+    for speaker, played in characters.items():
+        here = [c for c in played if c in took_part] if len(played) > 1 else list(played)
+        if len(here) == 1:
+            out[speaker] = here[0]
+    return out
 
 
 def where_said(title: str, start_s: float | None, ref: str | None, started: datetime | None = None) -> str:

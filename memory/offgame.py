@@ -203,7 +203,7 @@ _BACK = re.compile(
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I'll|I've|me|my|we|we're|we'll|we've|us|our|let's)\b", re.IGNORECASE)
 _END = re.compile(
-    r"\b(?:pick (?:this|it|that)?\s?up (?:again |there |from there )?"
+    r"\b(?:pick (?:this|it|that)?\s?up (?:(?:on|with) (?:this|it|that) )?(?:again |there |from there )?"
     r"(?:next (?:week|time|thursday)|in (?:a couple|two) weeks)|until we pick (?:this |it )?up|"
     r"(?:we'll|we will|gonna|going to) (?:end|stop) (?:it )?(?:there|here)|that's where we'll (?:end|stop)|"
     r"thank you (?:all |guys |everyone )?(?:so much )?for (?:watching|joining))",

@@ -26,13 +26,25 @@ import asyncpg
 from pydantic import BaseModel
 
 from memory import lexical as lexical_ranker
+from memory import offgame
 from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, short_names
 from memory.mentions import first_said
-from memory.models import PERSON_TYPES, ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
+from memory.models import (
+    PERSON_TYPES,
+    ChunkHit,
+    EntityType,
+    Entry,
+    Session,
+    Visibility,
+    played_there,
+    speaker_label,
+    took_part_line,
+    where_said,
+)
 from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -74,7 +86,8 @@ class HitLine(BaseModel):
     session_id: int
     seq: int
     speaker: str
-    #: the character the speaker plays, when the question asked what that character said ("what did Grog say")
+    #: the character the speaker plays in the session (:func:`memory.models.played_there`), or that the question
+    #: asked what it said ("what did Grog say")
     plays: str | None = None
     text: str
     start_s: float | None
@@ -86,8 +99,8 @@ class HitLine(BaseModel):
     passage: tuple[int, int] | None = None
 
     def who(self, mask: Callable[[str], str] = str) -> str:
-        """The speaker as a reader sees them: "TRAVIS (Grog Strongjaw)" when the question asked for Grog."""
-        return mask(f"{self.speaker} ({self.plays})" if self.plays else self.speaker)
+        """The speaker as every reader sees them (:func:`memory.models.speaker_label`): "TRAVIS (Grog Strongjaw)"."""
+        return mask(speaker_label(self.speaker, self.plays))
 
     def shown(self, mask: Callable[[str], str] = str) -> str:
         """The line as a reader sees it: masked first (a preview never cuts a secret name into a word that no
@@ -165,6 +178,140 @@ async def recall(
     secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
     who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
     their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
+    the lines of sessions played then come first). "What did Grog say about Jazna?" that no line of Grog's answers
+    is answered by his lines said near those naming her (``_said_near``)."""
+    hits = await _recall(mem, embedder, query, limit=limit, mode=mode, embedding=embedding, dm=dm, asker=asker, now=now)
+    if not hits and rank.speaker_asked(query):
+        hits = await _said_near(mem, query, limit=limit, dm=dm, asker=asker, now=now)
+    return await _labelled(mem, hits, dm=dm)
+
+
+async def _labelled(mem: CampaignMemory, hits: list[RecallHit], *, dm: bool) -> list[RecallHit]:
+    """``hits`` with the character each line's speaker plays in its session (``_plays_in``), so a player's line
+    reads "Travis (Grog Strongjaw)" whichever way it was found, as the recap quotes it."""
+    plays = await _plays_in(mem, sorted({h.session_id for h in hits}), dm=dm)
+    for hit in hits:
+        for line in hit.lines:
+            line.plays = plays.get(hit.session_id, {}).get(line.speaker.casefold(), line.plays)
+    return hits
+
+
+async def _plays_in(mem: CampaignMemory, session_ids: list[int], *, dm: bool) -> dict[int, dict[str, str]]:
+    """The character each speaker (casefolded) plays in each of ``session_ids`` (:func:`memory.models.played_there`):
+    of the accepted characters whose ``played_by`` names them, the one that took part (the recap's links). A
+    player's reading: public characters only."""
+    if not session_ids:
+        return {}
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id, e.name, lower(btrim(p.player)) AS player FROM entities e
+        CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
+            WHEN 'array' THEN e.attributes -> 'played_by'
+            WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+        WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
+        """,
+        mem.campaign_id,
+        dm,
+    )
+    if not rows:
+        return {}
+    characters: dict[str, list[int]] = {}
+    for r in rows:
+        characters.setdefault(r["player"], []).append(r["id"])
+    names = {r["id"]: r["name"] for r in rows}
+    part = await mem.db.fetch(
+        """
+        SELECT r.source_id, (r.provenance ->> 'session_id')::bigint AS session_id FROM relationships r
+        WHERE r.campaign_id = $1 AND r.type = 'took_part_in' AND r.status = 'accepted'
+          AND r.source_id = ANY($2::bigint[]) AND r.provenance ->> 'session_id' = ANY($3::text[])
+        """,
+        mem.campaign_id,
+        sorted(names),
+        [str(i) for i in session_ids],
+    )
+    took: dict[int, set[int]] = {}
+    for r in part:
+        took.setdefault(r["session_id"], set()).add(r["source_id"])
+    return {
+        sid: {who: names[c] for who, c in played_there(characters, took.get(sid, set())).items()} for sid in session_ids
+    }
+
+
+#: Lines from one naming what a speaker was asked about that their lines are looked for in, when none says it:
+#: a scene's exchange ("Kill me." — "I aim my greataxe for her neck").
+SAID_NEAR = 5
+#: How a hit of such lines is marked: they do not say the topic, they were said beside a line that does.
+NEAR_MENTION = "near a mention"
+
+
+async def _said_near(
+    mem: CampaignMemory, query: str, *, limit: int, dm: bool, asker: str | None, now: datetime | None
+) -> list[RecallHit]:
+    """The hits of "what did Grog say about Jazna?" when no line of Grog's says her: his lines within ``SAID_NEAR``
+    lines of one naming Jazna (the mention index), the nearest first, each hit from the line naming her to his
+    (marked ``NEAR_MENTION``); none when the question names no entity beside its speaker."""
+    names = _Names(mem, include_secret=dm)
+    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm, names=names)
+    if not dm:
+        query = await _unsaid(mem, query)
+    voices = await _speakers(mem, rank.named_forms(query), dm=dm, narrators=True, asker=asker)
+    parsed, sessions = await _parsed(mem, query, voices, (now or datetime.now(UTC)).astimezone(UTC))
+    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers))
+    if not speakers or not parsed.text or sessions == []:
+        return []
+    called = await names()
+    topic = Gazetteer(_worded(_by_first_name(called, parsed.text), parsed.text)).find(parsed.text)
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
+    near = [
+        (e, at)
+        for e, at in await mem.log.said_near(sorted({e.id for *_, e in topic}), speakers, sessions, SAID_NEAR)
+        if (e.speaker.casefold(), e.session_id) not in other
+    ]
+    spans: list[tuple[int, int, int, list[int]]] = []  # (session id, first seq, last seq, the speaker's lines)
+    for e, at in near:
+        a, b = min(e.seq, at), max(e.seq, at)
+        joined = next((n for n, s in enumerate(spans) if s[0] == e.session_id and s[1] <= b and a <= s[2]), None)
+        if joined is None:
+            if len(spans) < limit:
+                spans.append((e.session_id, a, b, [e.id]))
+            continue
+        sid, first, last, ids = spans[joined]
+        spans[joined] = (sid, min(first, a), max(last, b), [*ids, e.id])
+    hits = []
+    for n, (sid, first, last, ids) in enumerate(spans):
+        session = await mem.log.session(sid)
+        rows = [
+            _line(e, session) for e in await mem.log.session_entries(sid, after_seq=first - 1, limit=last - first + 1)
+        ]
+        group = rank.Group(sid, first, last, ids, 1 / (n + 1))
+        hits.append(_hit(group, rows, [NEAR_MENTION], parsed.filters.plays(), lambda _: None))
+    return hits
+
+
+def _line(e: Entry, session: Session) -> lexical_ranker.Line:
+    """A line of the log as recall reads it, with its session's title and start."""
+    return lexical_ranker.Line(
+        e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref, session.title, session.started_at
+    )
+
+
+async def _recall(
+    mem: CampaignMemory,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    limit: int = 5,
+    mode: Mode = "both",
+    embedding: list[float] | None = None,
+    dm: bool = True,
+    asker: str | None = None,
+    now: datetime | None = None,
+) -> list[RecallHit]:
+    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
+    a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
+    secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
+    who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
+    their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
     the lines of sessions played then come first)."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
@@ -187,7 +334,9 @@ async def recall(
     parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
     meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
-        return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
+        # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it (the caller's);
+        # "where did we leave off?": its recap and its last scene
+        return await _last_scene(mem, sessions[0]) if sessions and parsed.left_off else []
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
@@ -307,6 +456,32 @@ async def recall(
     unworded = {i: e.text for i, e in entries.items() if shown and i not in lexical and i not in found.scored}
     groups = await _shown_by_meaning(embedder, meant, grouping(), unworded, spans, grouping)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+#: The narrator's story lines a session's last scene goes back to ("where did we leave off?"): the last two things
+#: the DM told, and what the table said between and after them, where the story stood when play ended ...
+LAST_SCENE_TOLD = 2
+#: ... in at most this many story lines (a long chat between the two).
+LAST_SCENE_LINES = 10
+#: Lines at a session's end judged for table talk (the after-show, thanks, dice) before its last story lines.
+LAST_SCENE_READ = 300
+
+
+async def _last_scene(mem: CampaignMemory, session_id: int) -> list[RecallHit]:
+    """A session's last scene as one hit: its story lines from the narrator's ``LAST_SCENE_TOLD``-th last on, table
+    talk aside (the after-show, dice, breaks: :func:`memory.offgame.out_of_game`, as the recap leaves them out)."""
+    session = await mem.log.session(session_id)
+    entries = await mem.log.session_entries(session_id)
+    talk = offgame.out_of_game(entries, session.dm_speaker_id, only={e.id for e in entries[-LAST_SCENE_READ:]})
+    story = [e for e in entries if e.id not in talk]
+    narrates = offgame.narrator(entries, session.dm_speaker_id)
+    told = [n for n, e in enumerate(story) if narrates(e)][-LAST_SCENE_TOLD:]
+    scene = story[max(told[0] if told else 0, len(story) - LAST_SCENE_LINES) :]
+    if not scene:
+        return []
+    rows = [_line(e, session) for e in entries if scene[0].seq <= e.seq <= scene[-1].seq]
+    group = rank.Group(session_id, scene[0].seq, scene[-1].seq, [e.id for e in scene], 1.0)
+    return [_hit(group, rows, ["last scene"], {}, lambda _: None)]
 
 
 def _meaning(

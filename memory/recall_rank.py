@@ -97,6 +97,8 @@ class Parsed:
     unordered: str = ""
     #: how it named the session it filters by ("last session", "session 9"); "" when it names none
     session: str = ""
+    #: "where did we leave off?": the last session, whose recap and last scene answer it
+    left_off: bool = False
 
 
 _NTH = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
@@ -123,6 +125,14 @@ _ORDERED = re.compile(
 #: recommend last time?" may mean the last time it came up (filtered so, LongMemEval dev lost 3 of 60 questions).
 _LAST_TIME = re.compile(r"\b(?:(?:in|from|during) )?(?:the )?(?P<said>last (?:time|week))\b", re.I)
 _WHEN = re.compile(r"\bwhen\b", re.I)
+#: "Where did we leave off?", "where were we", "remind me where we stopped": the morning after's question, asked
+#: alone, of the last session: its recap and its last scene answer it (its words find lines saying "leave").
+_LEFT_OFF = re.compile(
+    r"(?:(?:so|okay|ok|now)[\s,]+)?(?:(?:can|could)\s+you\s+)?(?:remind\s+(?:me|us)\s+)?(?P<said>where\s+(?:"
+    r"did\s+we\s+(?:last\s+)?(?:leave\s+(?:off|it|things)|stop|end(?:\s+up)?)"
+    r"|were\s+we|we\s+(?:left\s+(?:off|it|things)|stopped|ended(?:\s+up)?|were)))(?:\s+(?:last\s+time|again))?",
+    re.I,
+)
 #: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X";
 #: "where did X go?" too ("Nobody has seen Maelis since supper" of night 1 ranked above night 2's "the nun went to
 #: Velmora"); not "where did we go", which asks where the party went.
@@ -265,6 +275,9 @@ def parse(
     A name no speaker is called by filters nothing: "what did the dragon say" keeps its words."""
     text, ago, number, title, said = query, None, None, None, ""
     chosen: tuple[Speaker, ...] = ()
+    if found := _LEFT_OFF.fullmatch(text.strip(" ?!.,:;")):
+        said = found.group("said")
+        return Parsed("", Filters(sessions_ago=1), "", said, left_off=True)
     if found := _SESSION.search(text):
         said, text = found.group("said"), text[: found.start()] + " " + text[found.end() :]
         if found.group("last") or found.group("ago"):

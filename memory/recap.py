@@ -21,7 +21,7 @@ from memory.extraction.pipeline import opening_recap
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
-from memory.models import Entry, Session
+from memory.models import Entry, Session, played_there, speaker_label
 from memory.offgame import DM_NAMES, VOICE_LINES, Talk, is_table_talk, narrator, out_of_game, tells_story, voice_of
 from memory.text import clip, storable, voiced, without_hidden
 
@@ -306,6 +306,7 @@ def extractive_summary(
     *,
     secret: Set[int] = frozenset(),
     dm_speaker_id: str | None = None,
+    characters: Mapping[str, Sequence[int]] | None = None,
 ) -> tuple[str, list[int]]:
     """A line for each part of the session, in story order, and the entities involved, most mentioned first: those
     the narrator names in the story (table talk aside: :func:`memory.offgame.told_lines`). Players' jokes and
@@ -314,7 +315,10 @@ def extractive_summary(
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
     crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
-    ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
+    ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM.
+    ``characters``: the characters (ids) each speaker (casefolded) plays by ``played_by``: a player's line is quoted
+    as "Travis (Grog Strongjaw)", as recall shows it, by the one they play here (:func:`memory.models.played_there`,
+    of those the narrator names)."""
     counts: Counter[int] = Counter()  # the story's lines naming each entity
     told: set[int] = set()  # those the narrator names
     narrates = narrator(entries, dm_speaker_id)
@@ -339,10 +343,11 @@ def extractive_summary(
         if line := _best_line(e, mentions, narrates(e), at_table):
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
+    plays = {who: names[c] for who, c in played_there(characters or {}, told).items() if c in names and c not in secret}
     said: dict[int, str] = {}
     if opening := [n for n in found if entries[n].id in retold]:
         n = max(opening, key=lambda n: found[n].score)
-        said[n] = PREVIOUSLY + _said_by(entries, n, found[n].text, narrates(entries[n]), gazetteer, secret)
+        said[n] = PREVIOUSLY + _said_by(entries, n, found[n].text, narrates(entries[n]), gazetteer, secret, plays)
     # the parts share the story, from its first line to its last: the pre-show and the closing thanks take no part's
     # share, and the last part ends where play ended (the cliffhanger)
     story = [n for n, e in enumerate(entries) if e.id not in talk] or [0]
@@ -355,7 +360,7 @@ def extractive_summary(
         ]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
-            said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
+            said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret, plays)
     # the session's last scene (the DM's cliffhanger) is told too, whatever scored best in the last part before it
     # there, not in the table's goodbyes after it ("If you've been watching The Walking Dead…")
     end = [
@@ -365,7 +370,7 @@ def extractive_summary(
     ]
     if end and not any(n >= end[0] for n in said):
         best = max(end, key=lambda n: found[n].score)
-        said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
+        said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret, plays)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
@@ -375,18 +380,25 @@ def extractive_summary(
 
 
 def _said_by(
-    entries: Sequence[Entry], n: int, shown: str, narrating: bool, gazetteer: Gazetteer, secret: Set[int]
+    entries: Sequence[Entry],
+    n: int,
+    shown: str,
+    narrating: bool,
+    gazetteer: Gazetteer,
+    secret: Set[int],
+    plays: Mapping[str, str],
 ) -> str:
     """``shown`` (of line ``n`` of the session's ``entries``) with who says it: the known character the narrator
     voices by a marker (:func:`memory.offgame.voice_of`: at the line's start, or at one of theirs just before it that
     this one goes on from) naming one ("(as Quillon) I serve the Tidemother" is "Marcus (as Quillon Ashgrove): I
-    serve ..."), a ``secret`` one as the marker says it, else the speaker."""
+    serve ..."), a ``secret`` one as the marker says it, else the speaker, with the character they play (``plays``,
+    by speaker casefolded: :func:`memory.models.speaker_label`)."""
     entry = entries[n]
     before = [e.text for e in reversed(entries[max(0, n - VOICE_LINES) : n]) if e.speaker == entry.speaker]
     voice = voice_of(entry.text, before) if narrating else None
     known = gazetteer.find(voice) if voice else []
     if not voice or len(known) != 1 or known[0][1] - known[0][0] != len(voice):
-        return f"{entry.speaker}: {shown}"
+        return f"{speaker_label(entry.speaker, plays.get(entry.speaker.casefold()))}: {shown}"
     marked = voiced(entry.text)
     marker = entry.text[: len(entry.text) - len(marked[1])].strip() if marked else ""
     # a secret one by the marker's words: the alias players know it by ("the Pale Stranger") is theirs to read, and
@@ -397,8 +409,9 @@ def _said_by(
 
 def voiced_by(speaker: str) -> str:
     """Who says a recap line, as the session's lines name them: "Marcus" of "Marcus (as Quillon Ashgrove)", the
-    character the narrator voices in it (:func:`_said_by`)."""
-    return speaker.split(" (as ", 1)[0]
+    character the narrator voices in it, and "Travis" of "Travis (Grog Strongjaw)", the one a player plays
+    (:func:`_said_by`)."""
+    return speaker.rsplit(" (", 1)[0] if speaker.endswith(")") else speaker
 
 
 def session_titled(sessions: Sequence[Session], title: str, mask: Callable[[str], str]) -> Session | None:

@@ -897,6 +897,37 @@ class SessionLog:
         )
         return [_entry(r) for r in rows]
 
+    async def said_near(
+        self, entity_ids: Sequence[int], speakers: Sequence[str], session_ids: Sequence[int] | None, reach: int
+    ) -> list[tuple[Entry, int]]:
+        """The lines of ``speakers`` (any case) within ``reach`` lines of one naming one of ``entity_ids`` (the
+        mention index), each with the seq of the nearest such line, the nearest first, then in the order played."""
+        rows = await self.db.fetch(
+            f"""
+            WITH named AS (
+                SELECT DISTINCT e.session_id, e.seq FROM entity_mentions m
+                JOIN session_entries e ON e.campaign_id = $1 AND e.id = m.entry_id
+                WHERE m.campaign_id = $1 AND m.entity_id = ANY($2::bigint[])
+                  AND ($4::bigint[] IS NULL OR m.session_id = ANY($4::bigint[]))
+            )
+            SELECT * FROM (
+                SELECT DISTINCT ON (n.id) {", ".join(f"n.{c.strip()}" for c in _ENTRY_COLUMNS.split(","))},
+                       named.seq AS named_seq, abs(n.seq - named.seq) AS gap
+                FROM named JOIN session_entries n
+                  ON n.campaign_id = $1 AND n.session_id = named.session_id
+                 AND n.seq BETWEEN named.seq - $5 AND named.seq + $5
+                WHERE lower(n.speaker) = ANY($3::text[])
+                ORDER BY n.id, gap, named.seq
+            ) near ORDER BY gap, session_id, seq
+            """,
+            self.campaign_id,
+            list(entity_ids),
+            [s.lower() for s in speakers],
+            None if session_ids is None else list(session_ids),
+            reach,
+        )
+        return [(_entry(r), r["named_seq"]) for r in rows]
+
     async def search(
         self,
         query: str,

@@ -50,7 +50,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
     gazetteer = of_mentions(entities)
     summary, involved = extractive_summary(
-        entries, gazetteer, names, secret=secret, dm_speaker_id=session.dm_speaker_id
+        entries, gazetteer, names, secret=secret, dm_speaker_id=session.dm_speaker_id, characters=_characters(entities)
     )
     # the mention index, for entities and aliases added after the chunk job read their lines: until now those lines
     # were found by full text (memory.mentions.said_ids), which stops looking once the session is recapped
@@ -105,12 +105,17 @@ def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
     played at the table takes part in it, named or not. Not a player's who plays several (Grog and Fjord, both
     TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say")."""
     speakers = {e.speaker.casefold() for e in entries}
+    return [ids[0] for player, ids in _characters(entities).items() if player in speakers and len(ids) == 1]
+
+
+def _characters(entities: Sequence[Entity]) -> dict[str, list[int]]:
+    """The player characters each player (casefolded, by ``played_by``) plays: who a recap quotes them as."""
     plays: dict[str, list[int]] = {}
     for e in entities:
         if e.type == EntityType.player:
             for player in _listed(e.attributes.get("played_by")):
                 plays.setdefault(str(player).strip().casefold(), []).append(e.id)
-    return [ids[0] for player, ids in plays.items() if player in speakers and len(ids) == 1]
+    return plays
 
 
 def _listed(value: object) -> list[object]:

@@ -14,7 +14,7 @@ from memory import lexical
 from memory.errors import InvalidInputError, NotFoundError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, named_entities, recall, recap_asked
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, NEAR_MENTION, named_entities, recall, recap_asked
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -232,6 +232,30 @@ async def test_a_session_is_asked_for_by_its_title(campaign: CampaignMemory) -> 
     hits = await recall(campaign, None, "who fell in Night 2?", limit=5, mode="fulltext")
     assert [line.entry_id for line in hits[0].answering()] == [ids[5]] and {h.session for h in hits} == {"Night 2"}
     assert (await recap_asked(campaign, "what happened last time?")) is not None
+
+
+async def test_where_did_we_leave_off_is_the_last_sessions_last_scene(campaign: CampaignMemory) -> None:
+    """ "Where did we leave off?" showed lines saying "leave"; it is the last session's recap and, first among the
+    hits, its last scene: the last two things the DM told and the table's lines between, the after-show aside."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "We leave off the boat at the harbour of Oz.")])
+    ids = await said(
+        campaign,
+        "Night 2",
+        [
+            *FILLER[:8],
+            ("DM", 'A scream echoes down the mineshaft: "No! My baby!"'),
+            ("PRIYA", "We have to go, now."),
+            ("SAM", "I charge ahead."),
+            ("DM", "You rush down the tunnel into the dark."),
+            ("DM", "And we'll pick up on that next week."),
+            ("DM", "Thanks for watching, everyone, see you next week."),
+        ],
+    )
+    for question in ("Where did we leave off?", "where were we", "remind me where we stopped"):
+        assert (await recap_asked(campaign, question)) is not None, question
+        (hit,) = await recall(campaign, None, question, limit=3, mode="fulltext")
+        assert hit.session == "Night 2" and hit.matched == ["last scene"], question
+        assert [line.entry_id for line in hit.answering()] == ids[8:12], question
 
 
 async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
@@ -849,6 +873,50 @@ async def test_what_a_character_said_is_what_its_player_said(campaign: CampaignM
     assert whole.answering()[0].entry_id == ids[6]
     hits = await recall(campaign, None, "what did Pike say about the axe", limit=5, mode="fulltext")
     assert ids[4] in {line.entry_id for hit in hits for line in hit.answering()}
+
+
+async def test_what_a_character_said_about_someone_no_line_of_theirs_names(campaign: CampaignMemory) -> None:
+    """ "What did Grog say about Jazna?" said "nothing found": no line of Travis names her, though he speaks in the
+    scene that does. His lines near those naming her answer, marked so; a speaker far from her is not shown."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+    )
+    jazna = await campaign.graph.add_entity(EntityIn(name="Jazna Grebin", type=EntityType.npc))
+    scene = [
+        ("DM", 'Countess Jazna lifts her chin: "Kill me."'),
+        ("TRAVIS", "Okay."),
+        ("TRAVIS", "I reach over and aim my greataxe for her neck."),
+    ]
+    ids = await said(campaign, "One", [("TRAVIS", "I want another ale."), *FILLER[:10], *scene, *FILLER[10:20]])
+    session_id = (await campaign.log.sessions())[0].id
+    await index_lines(campaign.db, campaign.campaign_id, session_id, {ids[11]: [jazna.id]})
+    (hit,) = await recall(campaign, None, "What did Grog say about Jazna?", limit=3, mode="fulltext")
+    assert hit.matched == [NEAR_MENTION]
+    assert [line.entry_id for line in hit.answering()] == ids[12:14]  # not his ale, far from her
+    assert [line.entry_id for line in hit.lines] == ids[11:14]  # from the line naming her
+    assert hit.answering()[0].who() == "TRAVIS (Grog Strongjaw)"
+    # a line of his that names her is the answer, as before
+    await said(campaign, "Two", [*FILLER[:3], ("TRAVIS", "Jazna had it coming."), *FILLER[3:6]])
+    (hit, *_) = await recall(campaign, None, "What did Grog say about Jazna?", limit=3, mode="fulltext")
+    assert hit.matched != [NEAR_MENTION] and hit.answering()[0].text == "Jazna had it coming."
+
+
+async def test_a_players_line_has_one_label_however_it_was_found(campaign: CampaignMemory) -> None:
+    """ "Travis (Grog Strongjaw)" when asked what Grog said, plain "Travis" when found by its words: the speaker is
+    labelled by the character they play in the session whichever way the line was found (as the recap quotes
+    them); a player of several whose session says not which keeps their name."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+    )
+    await campaign.graph.add_entity(EntityIn(name="Vax", type=EntityType.player, attributes={"played_by": "LIAM"}))
+    await campaign.graph.add_entity(EntityIn(name="Caleb", type=EntityType.player, attributes={"played_by": "liam"}))
+    ids = await said(campaign, "One", [*FILLER[:4], *AXE_TALK, ("LIAM", "I pocket the silver."), *FILLER[4:8]])
+    for question in ("what did Grog say about the axe", "who touches the axe?"):
+        hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+        line = next(line for hit in hits for line in hit.lines if line.entry_id == ids[6])
+        assert line.who() == "TRAVIS (Grog Strongjaw)", question
+    (hit, *_) = await recall(campaign, None, "who pockets the silver?", limit=5, mode="fulltext")
+    assert hit.answering()[0].who() == "LIAM"
 
 
 async def test_a_character_played_by_several_and_a_speaker_named_like_it(campaign: CampaignMemory) -> None:

@@ -59,6 +59,23 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
         assert not recap_asked(parse(query)), query
 
 
+def test_where_did_we_leave_off_asks_for_the_last_session() -> None:
+    """The morning after's question found lines saying "leave"; it asks for the last session's recap and scene."""
+    for query in (
+        "Where did we leave off?",
+        "where were we",
+        "So, where were we?",
+        "remind me where we stopped",
+        "can you remind us where we left off last time?",
+        "where did we end up",
+    ):
+        parsed = parse(query)
+        assert parsed.left_off and parsed.filters.sessions_ago == 1 and recap_asked(parsed), query
+    # something asked of it: the lines answer
+    for query in ("where did we leave Tiberius and Kashaw?", "where did we leave the cart", "where were we going"):
+        assert not parse(query).left_off, query
+
+
 #: Asked on a Wednesday.
 TODAY = date(2023, 4, 5)
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from memory.correction import EntityName
 from memory.gazetteer import Gazetteer
 from memory.jobs import extractive_summary
-from memory.models import Entry
+from memory.models import Entry, played_there, speaker_label
+from memory.recap import voiced_by
 
 ENTITIES = [
     EntityName(id=1, name="Eldrinax"),
@@ -456,3 +457,31 @@ def test_the_recap_ends_with_the_sessions_last_scene() -> None:
     said += [("Mira", "If you have been watching that show, he has been awesome on it for a long time now.")] * 5
     lines = summarise(said)
     assert lines[-2] == "Mira: You slide down into the refuse heap of Ironhold, and two giant tendrils pull out of it."
+
+
+def test_a_players_quote_names_the_character_they_play_as_recall_does() -> None:
+    """The recap quoted "Liam: Caleb sends Frumpkin …" where recall showed "Liam (Caleb Widogast)": one label, by
+    :func:`memory.models.speaker_label`, of the character the player plays here (of several, the one the narrator
+    names); a character kept secret is never named."""
+    people = [*ENTITIES, EntityName(id=5, name="Grog Strongjaw", aliases=["Grog"]), EntityName(id=6, name="Fjord")]
+    names = {e.id: e.name for e in people if e.id is not None}
+    said = [
+        ("Mira", "Grog Strongjaw shoulders open the gate of Ironhold and the guards scatter before him."),
+        ("Travis", "I grab the Ember Key from the altar of Ironhold and run."),
+    ] * 3
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    characters = {"travis": [5, 6], "mira": []}
+    text, _ = extractive_summary(entries, Gazetteer(people), names, characters=characters)
+    assert "Travis (Grog Strongjaw): I grab the Ember Key from the altar of Ironhold and run." in text.splitlines()
+    text, _ = extractive_summary(entries, Gazetteer(people), names, characters=characters, secret={5})
+    assert "Travis: I grab the Ember Key from the altar of Ironhold and run." in text.splitlines()
+    # of several, none the narrator names: which one is not known
+    text, _ = extractive_summary(entries, Gazetteer(people), names, characters={"travis": [6, 4]})
+    assert "Travis: I grab the Ember Key from the altar of Ironhold and run." in text.splitlines()
+
+
+def test_one_label_for_a_speaker() -> None:
+    assert speaker_label("Travis", "Grog Strongjaw") == "Travis (Grog Strongjaw)"
+    assert speaker_label("Travis", None) == "Travis" and speaker_label("Grog", "grog") == "Grog"
+    assert played_there({"liam": [1, 2], "travis": [3], "sam": [4, 5]}, {2, 4, 5}) == {"liam": 2, "travis": 3}
+    assert voiced_by("Travis (Grog Strongjaw)") == voiced_by("Travis (as Grog)") == "Travis"
