@@ -115,11 +115,12 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
         and as_text(token.get("name")) != as_text(doc.get("name"))
     ):
         aliases.append(as_text(token["name"]))
+    secret = not controlled and _hidden(doc, world, absent=True)
     name = world.entity(
         where,
         name=doc.get("name"),
         type=EntityType.player if controlled else EntityType.npc,
-        secret=not controlled and _hidden(doc, world, absent=True),
+        secret=secret,
         description=public,
         aliases=aliases,
         attributes={
@@ -146,10 +147,14 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
             type=EntityType.item,
             description=description,
             attributes={"properties": as_text(item.get("itemproperties") or item.get("properties"))},
+            # a hidden NPC's items are the GM's too (one public elsewhere stays so, this record's text GM notes)
+            secret=secret,
             source_ids=[f"{ids[0]}/inventory:{row}"] if ids else [],  # a row's id is its character's own
         )
+        if owned is not None and secret:
+            world.assume(HIDDEN_OWNER, owned)
         if owned is not None and owned.casefold() != name.casefold():
-            world.fact(where, source=name, type="owns", target=owned)
+            world.fact(where, source=name, type="owns", target=owned, secret=secret)
 
 
 def _inventory(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -165,6 +170,11 @@ def _inventory(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
             rows[match.group(2)] = fields
     return rows
 
+
+#: What the card says of an item of an NPC no player's journal holds: made DM-only with its owner.
+HIDDEN_OWNER = (
+    "DM-only with the NPC in no player's journal that holds it (unless public elsewhere here or in the campaign)"
+)
 
 #: What the card says of a record some players' journals hold, not all: made DM-only.
 SOME_PLAYERS = "DM-only, in some players' journals only (Lorekeeper cannot show a record to some players alone)"

@@ -1119,6 +1119,48 @@ def test_roll20_records_no_player_or_only_some_players_may_read_stay_the_dms(
         assert lk("entity", "show", public, "--as-player").returncode == 0
 
 
+def test_a_hidden_roll20_npcs_magic_items_stay_the_dms(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """A Roll20 NPC in no player's journal was DM-only, but the magic items of its inventory, their text and its
+    ``owns`` facts were every player's: they are the DM's too, said on the card; an item a public sheet also holds
+    stays public."""
+
+    def sheet(name: str, journals: str, items: dict[str, str]) -> dict[str, Any]:
+        attribs = []
+        for row, (item, content) in enumerate(items.items()):
+            attribs += [
+                {"name": f"repeating_inventory_-R{row}_itemname", "current": item},
+                {"name": f"repeating_inventory_-R{row}_itemcontent", "current": content},
+            ]
+        return {
+            "id": f"-{name[:3]}",
+            "name": name,
+            "inplayerjournals": journals,
+            "controlledby": "",
+            "attribs": attribs,
+        }
+
+    assert lk("campaign", "create", "Gullwake").returncode == 0
+    crown = "Requires attunement. Holds the soul of the hidden lich; he plans to betray the duke."
+    characters = [
+        sheet("Vorgath", "", {"Phylactery Crown": crown, "Dagger +1": "A keen blade."}),
+        sheet("Quenna Vollard", "all", {"Dagger +1": "A keen blade."}),
+    ]
+    (tmp_path / "r20.json").write_text(json.dumps({"characters": characters}))
+    staged = lk("campaign", "import", str(tmp_path / "r20.json"))
+    assert "- Phylactery Crown (item) (DM-only)" in staged.stdout, staged.stdout
+    assert "Phylactery Crown" in staged.stdout.split("assumed: DM-only with the NPC in no player's journal")[1]
+    assert lk("review", "accept", "b1").returncode == 0
+    shown = lk("entity", "show", "Phylactery Crown", "--as-player")
+    assert shown.returncode != 0 and "lich" not in shown.stdout, shown.stdout
+    assert "lich" in lk("entity", "show", "Phylactery Crown").stdout  # the DM reads it
+    dagger = lk("entity", "show", "Dagger +1", "--as-player")
+    assert dagger.returncode == 0 and "Vorgath" not in dagger.stdout, dagger.stdout  # public, its hidden owner not
+    recalled = lk("recall", "phylactery crown soul of the lich", "--as-player")
+    assert "lich" not in recalled.stdout and "Vorgath" not in recalled.stdout, recalled.stdout
+
+
 async def test_a_private_kanka_records_links_stay_secret_merged_into_a_public_entity(campaign: CampaignMemory) -> None:
     """A private Kanka character and a public journal of her name make one public entity (the rumour players know),
     but the private record's relations and links were public facts: "Lady Nightshade leads The Thorn Circle"."""
