@@ -93,8 +93,9 @@ class _Text(HTMLParser):
         elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
             self._out(" | " if self._cells else "")
             self._cells += 1
-        if tag == "img" and (alt := " ".join(v or "" for k, v in attrs if k == "alt").strip()):
-            self._out(f"[image: {alt}]")  # what the picture shows, as the DM described it
+        alt = " ".join(v or "" for k, v in attrs if k == "alt").strip() if tag == "img" else ""
+        if alt and not self._skip_depth:  # what the picture shows, as the DM described it: the GM's if it is secret
+            (self.secret if self._secret_depth or opens else self.public).append(f"[image: {alt}]")
         if tag in ("br", "hr", "img", "input", "meta", "link"):  # void elements: no end tag follows
             return
         self._stack.append((tag, opens))

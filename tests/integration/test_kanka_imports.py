@@ -211,3 +211,22 @@ def test_a_private_records_mentions_never_make_a_public_entitys_text(lk: Lk, tmp
     player = ok(lk("entity", "show", "Lady Nightshade", "--as-player"))
     assert "A rumour in the docks." in player and "villain" not in player
     assert "The real villain, who pays Mirelle O'Shea." in ok(lk("entity", "show", "Lady Nightshade"))
+
+
+def test_a_secret_pictures_alt_text_is_the_dms_and_a_skipped_ones_nobodys(lk: Lk, tmp_path: Path) -> None:
+    """An image's alt text was written public before its own ``class="secret"`` was counted, and inside a
+    ``<template>`` whose text is skipped: players read "[image: Iska is the smuggler queen's daughter]"."""
+    ok(lk("campaign", "create", "Capewrath"))
+    iska = {"id": 1, "entity_id": 301, "name": "Captain Iska", "is_private": False}
+    iska["entry"] = (
+        '<p>Harbour captain.</p><img src="c.png" alt="a tall woman">'
+        '<img class="secret" src="x.png" alt="Iska is the smuggler queen\'s daughter">'
+        '<template><img alt="template alt: spy ledger"></template>'
+    )
+    ok(lk("campaign", "import", "--accept", *write(tmp_path, characters=[iska])))
+    player = ok(lk("entity", "show", "Captain Iska", "--as-player"))
+    assert "[image: a tall woman]" in player and "smuggler" not in player and "ledger" not in player, player
+    recalled = lk("recall", "smuggler queen daughter spy ledger", "--as-player").stdout
+    assert "smuggler" not in recalled and "ledger" not in recalled, recalled
+    dm = ok(lk("entity", "show", "Captain Iska"))
+    assert "[image: Iska is the smuggler queen's daughter]" in dm and "ledger" not in dm, dm  # GM notes
