@@ -99,3 +99,12 @@ def test_a_guess_at_a_secret_name_in_another_spelling_is_dropped_whole() -> None
     said = "Mother of Thorns MORWEN roses".split()
     stems = {w: [stem[w.lower()]] if w.lower() in stem else [] for w in [*said, *mask.names]}
     assert mask.unsaid(said, stems) == ["roses"]
+
+
+def test_a_secret_name_written_with_an_invisible_character_is_hidden() -> None:
+    """Text pasted from a web page or a word processor carries soft hyphens and zero-width spaces: the search drops
+    them (SQL ``visible()``), so a line with "Mor\u00adwen" is found, and players would read it as "Morwen"."""
+    mask = SecretMask(["Mórwen", "Vel Ashkar"])
+    for invisible in "\u00ad\u200b\u200c\u200d\u2060\ufeff":
+        assert mask(f"DM: Mor{invisible}wen smiles.") == "DM: [secret] smiles.", hex(ord(invisible))
+    assert mask("Vel\u200b Ash\u00adkar and Mór\ufeffwen's ring") == "[secret] and [secret]'s ring"
