@@ -22,9 +22,12 @@ _WORD_RUN = re.compile(r"\w+")
 #: A plural's ending: "s", or "es" after s, x, z, ch or sh (Vaskerrins, Foxes, Marshes).
 _PLURAL = r"(?:(?<=s|x|z|h)es|s)"
 #: Between two words of a name joined by a space, hyphen or apostrophe, what a line may write there: any of them, or
-#: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Devossa" of Devo'ssa; "Mother of Thorns" of Mother-of-Thorns).
+#: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Mother of Thorns" of Mother-of-Thorns). Where the name has a
+#: period or comma there, that people drop ("Dr Black", "Dr.Black" of Dr. Black), any of those too.
 _LOOSE = re.compile(r"[\s'-]+")
 _BETWEEN = r"[\s'-]*"
+_DROPPED = re.compile(r"[\s'.,-]+")
+_BETWEEN_DROPPED = r"[\s'.,-]*"
 
 
 def _pattern_of_name(name: str) -> str:
@@ -35,8 +38,13 @@ def _pattern_of_name(name: str) -> str:
     between = _WORD_RUN.split(name)[1:-1]
     body = words[0]
     for sep, word in zip(between, words[1:], strict=True):
-        # other punctuation ("Ash & Water", "Dr. Vex") stays as written, its spaces any spaces
-        joint = _BETWEEN if _LOOSE.fullmatch(sep) else r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
+        # other punctuation ("Ash & Water", "C++ Guild") stays as written, its spaces any spaces
+        if _LOOSE.fullmatch(sep):
+            joint = _BETWEEN
+        elif _DROPPED.fullmatch(sep):
+            joint = _BETWEEN_DROPPED
+        else:
+            joint = r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
         body += joint + re.escape(word)
     # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
     return rf"(?<!\w){body}{_PLURAL}?(?!\w)"

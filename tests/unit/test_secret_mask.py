@@ -108,3 +108,11 @@ def test_a_secret_name_written_with_an_invisible_character_is_hidden() -> None:
     for invisible in "\u00ad\u200b\u200c\u200d\u2060\ufeff":
         assert mask(f"DM: Mor{invisible}wen smiles.") == "DM: [secret] smiles.", hex(ord(invisible))
     assert mask("Vel\u200b Ash\u00adkar and Mór\ufeffwen's ring") == "[secret] and [secret]'s ring"
+
+
+def test_a_period_or_comma_of_a_secret_name_may_be_dropped() -> None:
+    """A transcript writes "Dr Black" as often as "Dr. Black": the period is an abbreviation's, said or not."""
+    mask = SecretMask(["Dr. Black", "St. Vellan", "C++ Guild"])
+    said = "Dr Black came in. Dr. Black sat down. Dr.Black left. DR BLACK, st vellan, St.Vellan."
+    assert mask(said) == "[secret] came in. [secret] sat down. [secret] left. [secret], [secret], [secret]."
+    assert mask("Dr Blackwood, the C+ guild") == "Dr Blackwood, the C+ guild"  # still whole words, other marks kept
