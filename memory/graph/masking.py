@@ -28,6 +28,8 @@ _LOOSE = re.compile(r"[\s'-]+")
 _BETWEEN = r"[\s'-]*"
 _DROPPED = re.compile(r"[\s'.,-]+")
 _BETWEEN_DROPPED = r"[\s'.,-]*"
+#: Inside a word, an apostrophe or a hyphen a line may write or not ("Devo'ssa", "Devo-ssa" of Devossa, and back).
+_INSIDE = "['-]?"
 
 
 def _pattern_of_name(name: str) -> str:
@@ -36,7 +38,7 @@ def _pattern_of_name(name: str) -> str:
     if not words:  # punctuation alone: as written
         return re.escape(name.strip())
     between = _WORD_RUN.split(name)[1:-1]
-    body = words[0]
+    body = _INSIDE.join(map(re.escape, words[0]))
     for sep, word in zip(between, words[1:], strict=True):
         # other punctuation ("Ash & Water", "C++ Guild") stays as written, its spaces any spaces
         if _LOOSE.fullmatch(sep):
@@ -45,7 +47,7 @@ def _pattern_of_name(name: str) -> str:
             joint = _BETWEEN_DROPPED
         else:
             joint = r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
-        body += joint + re.escape(word)
+        body += joint + _INSIDE.join(map(re.escape, word))
     # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
     return rf"(?<!\w){body}{_PLURAL}?(?!\w)"
 
@@ -107,6 +109,8 @@ class SecretMask:
         if pattern is None:
             words = _WORD_RUN.findall(plain)
             letters = "".join(words)
+            if "'" in plain or "-" in plain:  # "devo'ssa" may say Devossa: its words joined are tried too
+                words += _WORD_RUN.findall(plain.replace("'", "").replace("-", ""))
             which = set(self._always)
             for word in set(words):
                 for size in self._starts:

@@ -116,3 +116,13 @@ def test_a_period_or_comma_of_a_secret_name_may_be_dropped() -> None:
     said = "Dr Black came in. Dr. Black sat down. Dr.Black left. DR BLACK, st vellan, St.Vellan."
     assert mask(said) == "[secret] came in. [secret] sat down. [secret] left. [secret], [secret], [secret]."
     assert mask("Dr Blackwood, the C+ guild") == "Dr Blackwood, the C+ guild"  # still whole words, other marks kept
+
+
+def test_an_apostrophe_or_hyphen_inside_a_word_of_a_secret_name_is_the_name() -> None:
+    """A line (a transcript, a player's own spelling) may split a one-word name with ' or -, or join it back."""
+    mask = SecretMask(["Devossa", "Kal'thar"])
+    said = "The envoy Devo'ssa arrives. Then Devo-ssa bows, Devo’ssa's aide, and Devossa smiles; Kal-thar, Kalthar."
+    assert mask(said) == "The envoy [secret] arrives. Then [secret] bows, [secret]'s aide, and [secret] smiles; " + (
+        "[secret], [secret]."
+    )
+    assert mask("Devo ssa, Devo'ssan") == "Devo ssa, Devo'ssan"  # a space splits two words; whole words only
