@@ -28,6 +28,8 @@ _LOOSE = re.compile(r"[\s'-]+")
 _BETWEEN = r"[\s'-]*"
 _DROPPED = re.compile(r"[\s'.,-]+")
 _BETWEEN_DROPPED = r"[\s'.,-]*"
+#: What a name may end with after its last word that a line writes with it: closing brackets ("Harrowgate (npc)").
+_CLOSING = re.compile(r"\s*[)\]}]+")
 #: Inside a word, an apostrophe or a hyphen a line may write or not ("Devo'ssa", "Devo-ssa" of Devossa, and back).
 _INSIDE = "['-]?"
 
@@ -49,7 +51,10 @@ def _pattern_of_name(name: str) -> str:
             joint = r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
         body += joint + _INSIDE.join(map(re.escape, word))
     # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
-    return rf"(?<!\w){body}{_PLURAL}?(?!\w)"
+    end = rf"{_PLURAL}?(?!\w)"
+    if closing := _CLOSING.match(_WORD_RUN.split(name)[-1]):  # hidden with the name: "[secret])" tells it was one
+        end = rf"(?:\s*{re.escape(closing.group().strip())}|{end})"
+    return rf"(?<!\w){body}{end}"
 
 
 class SecretMask:
