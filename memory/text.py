@@ -127,8 +127,29 @@ DASHES = "-‐‑‒–—"
 LETTERS = str.maketrans({"æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i"})
 
 
+#: Characters that show nothing (a soft hyphen, zero-width spaces and joiners, direction marks, a byte-order mark) that
+#: text pasted from a web page or a word processor carries inside a word: the SQL ``visible()`` (migrations/0026)
+#: drops these, so "Mor\u00adwen" is found as Morwen, and the mask must read it so too.
+INVISIBLES = frozenset(
+    map(
+        chr,
+        [
+            0xAD,
+            0x180E,
+            *range(0x200B, 0x2010),
+            *range(0x202A, 0x202F),
+            *range(0x2060, 0x2065),
+            *range(0x2066, 0x206A),
+            0xFEFF,
+        ],
+    )
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def _folded_char(char: str) -> str:
+    if char in INVISIBLES:
+        return ""
     if char in APOSTROPHES:
         return "'"
     if char in DASHES:
@@ -139,9 +160,10 @@ def _folded_char(char: str) -> str:
 
 def folded(text: str) -> tuple[str, list[int] | None]:
     """``text`` with a name's letters as any spelling of it writes them: casefolded, accents dropped (composed or
-    decomposed), Æ Œ Ð Þ ß as two letters or one, every apostrophe "'" and every dash "-" ("morwen" of "Mórwen",
-    "devo'ssa" of "Devoʼssa"); and where each of its characters comes from, the offset in ``text`` (``len(text)``
-    after the last), or None where each is the one at its own offset."""
+    decomposed), Æ Œ Ð Þ ß as two letters or one, every apostrophe "'" and every dash "-", no invisible character
+    (:data:`INVISIBLES`) ("morwen" of "Mórwen" or "Mor\u200bwen", "devo'ssa" of "Devoʼssa"); and where each of its
+    characters comes from, the offset in ``text`` (``len(text)`` after the last), or None where each is the one at
+    its own offset."""
     if text.isascii():
         return text.lower().replace("`", "'"), None
     chars: list[str] = []

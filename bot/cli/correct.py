@@ -39,6 +39,7 @@ from memory.correction.evidence import MatchSettings
 from memory.correction.matcher import load_tables
 from memory.models import PERSON_TYPES
 from memory.providers.llm import OpenAILLM
+from memory.text import INVISIBLES
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
 #: the names they may hold between them: a prepared name takes about 1.6 KB.
@@ -51,11 +52,9 @@ DEFAULT_JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") 
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
 
 
-#: Invisible characters a name copied from a web page or a document may carry (zero-width spaces and joiners,
-#: direction marks, a byte-order mark, a soft hyphen): a correction would write them into the transcript.
-_INVISIBLE = dict.fromkeys(
-    [0x00AD, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF]
-)
+#: Invisible characters a name copied from a web page or a document may carry: a correction would write them into the
+#: transcript.
+_INVISIBLE = dict.fromkeys(map(ord, INVISIBLES))
 
 
 def _visible(name: str) -> str:

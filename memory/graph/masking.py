@@ -22,9 +22,16 @@ _WORD_RUN = re.compile(r"\w+")
 #: A plural's ending: "s", or "es" after s, x, z, ch or sh (Vaskerrins, Foxes, Marshes).
 _PLURAL = r"(?:(?<=s|x|z|h)es|s)"
 #: Between two words of a name joined by a space, hyphen or apostrophe, what a line may write there: any of them, or
-#: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Devossa" of Devo'ssa; "Mother of Thorns" of Mother-of-Thorns).
+#: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Mother of Thorns" of Mother-of-Thorns). Where the name has a
+#: period or comma there, that people drop ("Dr Black", "Dr.Black" of Dr. Black), any of those too.
 _LOOSE = re.compile(r"[\s'-]+")
 _BETWEEN = r"[\s'-]*"
+_DROPPED = re.compile(r"[\s'.,-]+")
+_BETWEEN_DROPPED = r"[\s'.,-]*"
+#: What a name may end with after its last word that a line writes with it: closing brackets ("Harrowgate (npc)").
+_CLOSING = re.compile(r"\s*[)\]}]+")
+#: Inside a word, an apostrophe or a hyphen a line may write or not ("Devo'ssa", "Devo-ssa" of Devossa, and back).
+_INSIDE = "['-]?"
 
 
 def _pattern_of_name(name: str) -> str:
@@ -33,13 +40,21 @@ def _pattern_of_name(name: str) -> str:
     if not words:  # punctuation alone: as written
         return re.escape(name.strip())
     between = _WORD_RUN.split(name)[1:-1]
-    body = words[0]
+    body = _INSIDE.join(map(re.escape, words[0]))
     for sep, word in zip(between, words[1:], strict=True):
-        # other punctuation ("Ash & Water", "Dr. Vex") stays as written, its spaces any spaces
-        joint = _BETWEEN if _LOOSE.fullmatch(sep) else r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
-        body += joint + re.escape(word)
+        # other punctuation ("Ash & Water", "C++ Guild") stays as written, its spaces any spaces
+        if _LOOSE.fullmatch(sep):
+            joint = _BETWEEN
+        elif _DROPPED.fullmatch(sep):
+            joint = _BETWEEN_DROPPED
+        else:
+            joint = r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
+        body += joint + _INSIDE.join(map(re.escape, word))
     # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
-    return rf"(?<!\w){body}{_PLURAL}?(?!\w)"
+    end = rf"{_PLURAL}?(?!\w)"
+    if closing := _CLOSING.match(_WORD_RUN.split(name)[-1]):  # hidden with the name: "[secret])" tells it was one
+        end = rf"(?:\s*{re.escape(closing.group().strip())}|{end})"
+    return rf"(?<!\w){body}{end}"
 
 
 class SecretMask:
@@ -99,6 +114,8 @@ class SecretMask:
         if pattern is None:
             words = _WORD_RUN.findall(plain)
             letters = "".join(words)
+            if "'" in plain or "-" in plain:  # "devo'ssa" may say Devossa: its words joined are tried too
+                words += _WORD_RUN.findall(plain.replace("'", "").replace("-", ""))
             which = set(self._always)
             for word in set(words):
                 for size in self._starts:

@@ -21,6 +21,7 @@ from memory.models import (
     SYNONYM,
     Entity,
     EntityIn,
+    EntityType,
     Provenance,
     ReviewStatus,
     Source,
@@ -236,11 +237,15 @@ def _normalize() -> Callable[[str], str]:
 
 
 _WORD = re.compile(r"\w+")
+#: The type an import names the second record of a name by ("Harrowgate (npc)" beside the fort Harrowgate): no word of
+#: the name, or a private one would hide every "npc" said.
+_TYPE_SUFFIX = re.compile(rf"\s*\((?:{'|'.join(sorted({t.value for t in EntityType}))})\)\s*$")
 
 
 def name_words(name: str) -> list[str]:
-    """The words of a name, casefolded."""
-    return _WORD.findall(name.casefold())
+    """The words of a name, casefolded, without the type an import may add to it."""
+    name = name.casefold()
+    return _WORD.findall(_TYPE_SUFFIX.sub("", name) if name.endswith(")") else name)
 
 
 class FactCopy(BaseModel):

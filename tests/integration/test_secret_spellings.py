@@ -78,3 +78,13 @@ async def test_the_mcp_tools_show_a_player_no_spelling_of_a_secret_name(
     recap = (await tools.session_recap()).summary
     assert _shows_none(recap), recap
     assert (await tools.search_sessions("Morwen")).passages == []  # a guess at the name finds nothing
+
+
+def test_a_player_recalls_no_secret_name_written_with_an_invisible_character(lk, tmp_path: Path) -> None:
+    """The search drops a soft hyphen or a zero-width space, so the line is found: the name must be hidden too."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Mórwen", "npc", "--secret").returncode == 0
+    (tmp_path / "s.txt").write_text("DM: Mor\u200bwen smiles. Mor\u00adwen laughs. Mórwen nods.\n")
+    assert lk("ingest", str(tmp_path / "s.txt"), "--session", "Night 1", "--wait").returncode == 0
+    found = lk("recall", "who smiles and laughs", "--as-player")
+    assert found.returncode == 0 and "[secret] smiles. [secret] laughs. [secret] nods." in found.stdout, found.stdout

@@ -195,6 +195,18 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
 
 
+def test_the_type_an_import_names_a_second_record_by_is_no_word_to_hide() -> None:
+    """An import names a private record sharing the public fort's name "Harrowgate (npc)": players must not read
+    "[secret]" for every "npc" or "faction" said, yet the record's name is hidden whole, its ")" too."""
+    from memory.graph import SecretMask
+
+    names = [("Harrowgate", False), ("Harrowgate (npc)", True), ("Zorath (faction)", True)]
+    masked = names_to_mask(names, lambda w: 0.0)
+    assert masked == ["Harrowgate (npc)", "Zorath (faction)", "zorath"]
+    said = "Its old soldier is Harrowgate (npc). The NPC joins a faction at Harrowgate; Zorath (Faction)."
+    assert SecretMask(masked)(said) == "Its old soldier is [secret]. The NPC joins a faction at Harrowgate; [secret]."
+
+
 def test_the_dm_is_told_of_the_english_words_a_secret_name_masks_wherever_they_are_said() -> None:
     """ "The Exile" masks every "exile" a player reads, "Vaskerrin Holt" every "holt": the DM who adds one hears which
     words; of an invented name ("Eldrinax") or one a table says only as a name ("Mira"), nothing."""

@@ -99,3 +99,30 @@ def test_a_guess_at_a_secret_name_in_another_spelling_is_dropped_whole() -> None
     said = "Mother of Thorns MORWEN roses".split()
     stems = {w: [stem[w.lower()]] if w.lower() in stem else [] for w in [*said, *mask.names]}
     assert mask.unsaid(said, stems) == ["roses"]
+
+
+def test_a_secret_name_written_with_an_invisible_character_is_hidden() -> None:
+    """Text pasted from a web page or a word processor carries soft hyphens and zero-width spaces: the search drops
+    them (SQL ``visible()``), so a line with "Mor\u00adwen" is found, and players would read it as "Morwen"."""
+    mask = SecretMask(["Mórwen", "Vel Ashkar"])
+    for invisible in "\u00ad\u200b\u200c\u200d\u2060\ufeff":
+        assert mask(f"DM: Mor{invisible}wen smiles.") == "DM: [secret] smiles.", hex(ord(invisible))
+    assert mask("Vel\u200b Ash\u00adkar and Mór\ufeffwen's ring") == "[secret] and [secret]'s ring"
+
+
+def test_a_period_or_comma_of_a_secret_name_may_be_dropped() -> None:
+    """A transcript writes "Dr Black" as often as "Dr. Black": the period is an abbreviation's, said or not."""
+    mask = SecretMask(["Dr. Black", "St. Vellan", "C++ Guild"])
+    said = "Dr Black came in. Dr. Black sat down. Dr.Black left. DR BLACK, st vellan, St.Vellan."
+    assert mask(said) == "[secret] came in. [secret] sat down. [secret] left. [secret], [secret], [secret]."
+    assert mask("Dr Blackwood, the C+ guild") == "Dr Blackwood, the C+ guild"  # still whole words, other marks kept
+
+
+def test_an_apostrophe_or_hyphen_inside_a_word_of_a_secret_name_is_the_name() -> None:
+    """A line (a transcript, a player's own spelling) may split a one-word name with ' or -, or join it back."""
+    mask = SecretMask(["Devossa", "Kal'thar"])
+    said = "The envoy Devo'ssa arrives. Then Devo-ssa bows, Devo’ssa's aide, and Devossa smiles; Kal-thar, Kalthar."
+    assert mask(said) == "The envoy [secret] arrives. Then [secret] bows, [secret]'s aide, and [secret] smiles; " + (
+        "[secret], [secret]."
+    )
+    assert mask("Devo ssa, Devo'ssan") == "Devo ssa, Devo'ssan"  # a space splits two words; whole words only
