@@ -27,32 +27,35 @@ SYLLABLES = ["el", "drin", "ax", "kor", "vash", "iron", "hold", "mir", "ath", "z
 WORDS = ["gate", "iron", "pale", "tower", "crow", "river", "black", "silver", "inn", "keep", "road", "queen", "hand"]
 
 
-def campaign_names(n: int, seed: int = 7) -> list[tuple[str, bool]]:
-    """``n`` names, each with whether it is secret, as ``Masking._names`` returns them."""
+def campaign_names(n: int, seed: int = 7) -> list[tuple[str, bool, str | None]]:
+    """``n`` names, each with whether it is secret and its entity's type (half of the invented names a person's, the
+    names of everyday words a place's; None of an alias), as ``Masking._names`` returns them."""
     rng = random.Random(seed)
 
     def word() -> str:
         return "".join(rng.choices(SYLLABLES, k=rng.randint(2, 3))).title()
 
-    names: list[tuple[str, bool]] = []
+    names: list[tuple[str, bool, str | None]] = []
     while len(names) < n:
         i = len(names)
-        name = f"The {rng.choice(WORDS).title()} {rng.choice(WORDS).title()}" if i % 7 == 0 else f"{word()} {word()}"
+        everyday = i % 7 == 0
+        name = f"The {rng.choice(WORDS).title()} {rng.choice(WORDS).title()}" if everyday else f"{word()} {word()}"
         secret = i % 10 == 0
-        names.append((name, secret))
+        type = "location" if everyday or i % 2 else "npc"
+        names.append((name, secret, type))
         if not secret and i % 5 == 1:
-            names.append((f"the {rng.choice(WORDS)} {word().lower()}", False))  # an alias
+            names.append((f"the {rng.choice(WORDS)} {word().lower()}", False, None))  # an alias
         if not secret and i % 97 == 3:
-            names.append((f"The {name}", True))  # a secret look-alike of a public name
+            names.append((f"The {name}", True, type))  # a secret look-alike of a public name
     return names[:n]
 
 
-def names_to_mask_before(names: Iterable[tuple[str, bool]], zipf: Callable[[str], float]) -> list[str]:
+def names_to_mask_before(names: Iterable[tuple[str, bool, str | None]], zipf: Callable[[str], float]) -> list[str]:
     """The baseline: ``names_to_mask`` before the look-alike rules (2cf2573^), names compared casefolded."""
     names = list(names)
-    readable = {name.casefold() for name, secret in names if not secret}
-    hidden = [name for name, secret in names if secret and name.casefold() not in readable]
-    shown = {w for name, secret in names if not secret for w in name_words(name)}
+    readable = {name.casefold() for name, secret, _ in names if not secret}
+    hidden = [name for name, secret, _ in names if secret and name.casefold() not in readable]
+    shown = {w for name, secret, _ in names if not secret for w in name_words(name)}
     own = {w for name in hidden for w in name_words(name) if len(w) >= 3 and w not in shown and zipf(w) < NAMING_ZIPF}
     return [*hidden, *own]
 
@@ -76,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     names = campaign_names(args.names)
     word_zipf("warm")  # wordfreq's table loads once per process, not per mask
-    secret = sum(s for _, s in names)
+    secret = sum(s for _, s, _ in names)
     print(f"{len(names):,} names ({secret:,} secret); median CPU ms of {args.runs} runs")
     rows = [
         ("before the look-alike rules", lambda: SecretMask(names_to_mask_before(names, word_zipf))),

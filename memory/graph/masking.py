@@ -190,9 +190,10 @@ class Masking(EntityLookup):
 
     async def player_mask(self) -> SecretMask:
         """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
-        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no name
-        players may read holds: an accepted public entity's name or an accepted entity's alias (a proposal waiting
-        for review is the DM's to read, however the table named it); and what the recogniser writes for each."""
+        its words that names it alone (a person's first or last name, "Vaskerrin" of Vaskerrin Holt; see
+        :func:`~memory.graph.rules.names_to_mask`) — one English hardly uses, and no name players may read holds:
+        an accepted public entity's name or an accepted entity's alias (a proposal waiting for review is the DM's to
+        read, however the table named it); and what the recogniser writes for each."""
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
         # what the recogniser writes for a secret name is the name said, in a line not corrected yet or a recap
@@ -230,28 +231,30 @@ class Masking(EntityLookup):
         must load, but the DM is told."""
         return unhidden_secrets(await self._names(), [n for e in entities for n in (e.name, *e.aliases)])
 
-    async def _names(self) -> list[tuple[str, bool]]:
-        """The campaign's names, each with whether players must not read it, as :meth:`player_mask` weighs them."""
+    async def _names(self) -> list[tuple[str, bool, str | None]]:
+        """The campaign's names, each with whether players must not read it and its entity's type (None: an alias
+        players read, a removed entity's name), as :meth:`player_mask` weighs them."""
         rows = await self.db.fetch(
             f"""
-            SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
+            SELECT e.name, e.visibility = 'secret' AS secret, e.type FROM entities e
             WHERE e.campaign_id = $1 AND (e.status = 'accepted' OR e.visibility = 'secret' AND e.status <> 'rejected')
               -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
               -- players read masked: it does not make a word of a secret name one they may read
               AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name {RECAP_NAME_SQL})
             UNION ALL
-            SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            SELECT a.alias, false, NULL FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
             WHERE a.campaign_id = $1 AND e.status = 'accepted' AND NOT EXISTS (
                 SELECT 1 FROM masked_names m
                 WHERE m.campaign_id = $1 AND m.entity_id = a.entity_id AND lower(m.name) = lower(a.alias)
             )
             UNION ALL
-            SELECT m.name, true FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
+            SELECT m.name, true, e.type
+            FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
             WHERE m.campaign_id = $1 AND (m.entity_id IS NULL OR e.visibility = 'secret' AND e.status <> 'rejected')
             """,
             self.campaign_id,
         )
-        return [(r["name"], r["secret"]) for r in rows]
+        return [(r["name"], r["secret"], r["type"]) for r in rows]
 
     async def hidden_names(self) -> dict[int | None, list[str]]:
         """The names players never read that no secret entity bears as its name (see migration 0008), by the secret

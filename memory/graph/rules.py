@@ -5,6 +5,7 @@ set-based says the same in :mod:`memory.graph.sql`; the tests in ``tests/unit/te
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -17,6 +18,7 @@ from memory.errors import InvalidInputError
 from memory.models import (
     HELD_BY_MANY,
     INVERSE,
+    PERSON_TYPES,
     SYMMETRIC,
     SYNONYM,
     Entity,
@@ -96,29 +98,52 @@ _NUMBER = re.compile(r"\d+(?:st|nd|rd|th|s)?")
 
 
 def names_to_mask(
-    names: Iterable[tuple[str, bool]], zipf: Callable[[str], float], *, heard: Iterable[str] = ()
+    names: Iterable[tuple[str, bool, str | None]], zipf: Callable[[str], float], *, heard: Iterable[str] = ()
 ) -> list[str]:
-    """What players must not read, of the campaign's ``names`` (each with whether it is secret): every secret name
-    no name they may read is (a name a public entity or an alias bears now is theirs to read, whatever once bore
-    it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency), in no
-    name they may read and not a number (a "1900" of Villager 1900 is a year, a price, a count to players); and what
-    the recogniser writes for a secret name (``heard``), whole."""
+    """What players must not read, of the campaign's ``names`` (each with whether it is secret and its entity's type,
+    None of a removed one's): every secret name no name they may read is (a name a public entity or an alias bears
+    now is theirs to read, whatever once bore it), and each word of one that names it alone as the mention index
+    reads names (:func:`alone_words`), rare in English (``zipf``, a word's Zipf frequency), in no name they may read
+    and not a number (a "1900" of Villager 1900 is a year, a price, a count to players); and what the recogniser
+    writes for a secret name (``heard``), whole."""
     normalize = _normalize()
     names = list(names)
     # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
     # public entity where it is said so, and tell that a secret one is spelled alike
-    readable = {spelled_alike(name) for name, secret in names if not secret}
-    hidden = [name for name, secret in names if secret and spelled_alike(name) not in readable]
+    readable = {spelled_alike(name) for name, secret, _ in names if not secret}
+    hidden = [(name, type) for name, secret, type in names if secret and spelled_alike(name) not in readable]
     misheard = [phrase for phrase in heard if spelled_alike(phrase) not in readable]
     # each word once: 20,000 names say a few thousand
-    shown = set(map(normalize, {w for name, secret in names if not secret for w in name_words(name)}))
+    shown = set(map(normalize, {w for name, secret, _ in names if not secret for w in name_words(name)}))
     own = {
         w
-        for name in hidden
-        for w in name_words(name)
+        for name, type in hidden
+        for w in alone_words(name, type)
         if len(w) >= 3 and not _NUMBER.fullmatch(w) and normalize(w) not in shown and zipf(w) < NAMING_ZIPF
     }
-    return [*hidden, *misheard, *own]
+    return [*(name for name, _ in hidden), *misheard, *own]
+
+
+def alone_words(name: str, type: str | None) -> list[str]:
+    """The words of an entity's ``name`` (of entity ``type``) said alone for it, as the mention index reads them
+    (:func:`~memory.gazetteer.short_names`), as :func:`name_words` writes them: a person's first and last names
+    ("vaskerrin", "holt" of Vaskerrin Holt; "aubigné" of Ysolde d'Aubigné, "vord" of Kima of Vord too: what players
+    guess at), and a one-word name without its title ("mab" of Queen Mab). Of another name ("Lich Dossier", "DM Plot
+    Outline", "The Drowned Chapel") none: its words are said for what they mean ("lich", "outline")."""
+    from memory.correction.text import tokenize
+    from memory.gazetteer import TITLES, untitled
+
+    name = _TYPE_SUFFIX.sub("", name)  # "Harrowgate (npc)": the name an import gave a second record of "Harrowgate"
+    tokens = tokenize(name)
+    words = [t.norm for t in tokens]
+    rest = list(itertools.dropwhile(TITLES.__contains__, words))
+    alone = set()
+    if type in PERSON_TYPES and len(words) > 1 and words[0] not in {"a", "an", "the"} and rest:
+        alone = {rest[0], rest[-1]} if len(rest) > 1 else {rest[0]}
+    # a one-word name without its title (tokenised once more only where a title starts it: a fifth of the build)
+    if len(rest) < len(words) and (plain := untitled(name)) and len(one := tokenize(plain)) == 1:
+        alone.add(one[0].norm)
+    return [w for t in tokens if t.norm in alone for w in name_words(name[t.start : t.base_end])]
 
 
 #: A word this common in English ("holt" 3.7, "exile" 3.8) is said at the table for what it means, not only as a
@@ -148,17 +173,17 @@ def _said_zipf(word: str, zipf: Callable[[str], float]) -> float:
     return math.log10(sum(10 ** zipf(form) for form in forms if zipf(form) > 0) or 1)
 
 
-def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> list[tuple[str, str]]:
+def unhidden_secrets(names: Iterable[tuple[str, bool, str | None]], of: Iterable[str]) -> list[tuple[str, str]]:
     """Each secret name of ``names`` (as :func:`names_to_mask` takes them) that one players may read is spelled
     alike, so it is never hidden ("The Gate" beside a public Gate), paired with that readable name: those where one
     of the two is a name ``of`` an entity just added or changed, for a warning to its DM."""
     names = list(names)
-    readable = {spelled_alike(name): name for name, secret in names if not secret}
+    readable = {spelled_alike(name): name for name, secret, _ in names if not secret}
     mine = {spelled_alike(name) for name in of}
     return sorted(
         {
             (name, readable[alike])
-            for name, secret in names
+            for name, secret, _ in names
             if secret and (alike := spelled_alike(name)) in readable and alike in mine
         }
     )
@@ -239,7 +264,7 @@ def _normalize() -> Callable[[str], str]:
 _WORD = re.compile(r"\w+")
 #: The type an import names the second record of a name by ("Harrowgate (npc)" beside the fort Harrowgate): no word of
 #: the name, or a private one would hide every "npc" said.
-_TYPE_SUFFIX = re.compile(rf"\s*\((?:{'|'.join(sorted({t.value for t in EntityType}))})\)\s*$")
+_TYPE_SUFFIX = re.compile(rf"\s*\((?:{'|'.join(sorted({t.value for t in EntityType}))})\)\s*$", re.IGNORECASE)
 
 
 def name_words(name: str) -> list[str]:

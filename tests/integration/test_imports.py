@@ -1261,3 +1261,32 @@ def test_a_number_in_a_secret_name_is_not_masked_alone(
     shown = lk("entity", "show", "Market Price List", "--as-player")
     assert "The ferry was built in 1900; a cloak costs 1910 gold." in shown.stdout, shown.stdout
     assert lk("entity", "show", "Villager 1900 of Brackwater", "--as-player").returncode != 0
+
+
+def test_only_a_secret_persons_first_and_last_names_are_masked_alone(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """A secret handout "Lich Dossier" hid every "lich" players read, a place "Tithe Barrow" every "barrow", a
+    faction "Ember Covenant" every "covenant" and "embers": only a person is called by a word of the name alone
+    (players guess "Holt"), as the mention index reads names; any other secret name is hidden whole."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    said = "The hidden lich sleeps in a barrow by the tithe stone; a covenant of embers meets at the Tithe Barrow."
+    rows = (
+        "name,type,secret,description\nVaskerrin Holt,npc,true,A spy.\nLich Dossier,concept,true,The DM's notes.\n"
+        "Tithe Barrow,location,true,A crypt.\nEmber Covenant,faction,true,A cult.\n"
+        f'Notice Board,item,false,"{said} Holt was seen, and Vaskerrin too."\n'
+    )
+    (tmp_path / "world.csv").write_text(rows)
+    accepted = lk("campaign", "import", str(tmp_path / "world.csv"), "--accept")
+    warned = [line for line in accepted.stdout.splitlines() if "Players will read [secret]" in line]
+    assert accepted.returncode == 0 and warned == [
+        "Players will read [secret] for every “holt” said, in any sense (as it hides the secret name)."
+    ], accepted.stdout
+    shown = lk("entity", "show", "Notice Board", "--as-player").stdout
+    player = said.replace("the Tithe Barrow", "the [secret]") + " [secret] was seen, and [secret] too."
+    assert player in shown, shown
+    (tmp_path / "night.txt").write_text("DM: A lich stirs in the barrow, and Holt flees the covenant.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    found = lk("recall", "lich stirs", "--mode", "fulltext", "--as-player").stdout
+    assert "A lich stirs in the barrow, and [secret] flees the covenant." in found, found
+    assert "nothing found" in lk("recall", "Holt", "--mode", "fulltext", "--as-player").stdout

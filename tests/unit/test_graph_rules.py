@@ -180,16 +180,21 @@ def test_the_never_heard_as_phrases_each_lacked_are_restored_after_a_merge() -> 
 
 def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read_elsewhere() -> None:
     zipf = {"vaskerrin": 0.0, "holt": 3.7, "pale": 4.1, "the": 7.0, "magister": 2.0}.get
-    names = [("Vaskerrin Holt", True), ("the Pale Magister", False), ("Holt", True), ("Mira", False)]
+    names = [("Vaskerrin Holt", True, "npc"), ("the Pale Magister", False, None), ("Holt", True, "npc")]
+    names += [("Mira", False, "npc")]
     masked = names_to_mask(names, lambda w: zipf(w, 0.0))
     assert masked[:2] == ["Vaskerrin Holt", "Holt"]
     assert set(masked[2:]) == {"vaskerrin", "holt"}  # "pale" and "magister": in a name players read
     # a name a public entity bears now is players' to read, whatever once bore it
-    assert names_to_mask([("Mira", True), ("mira", False)], lambda w: 0.0) == []
+    assert names_to_mask([("Mira", True, "npc"), ("mira", False, None)], lambda w: 0.0) == []
     # so is one spelled as theirs but for a leading "The" or accents: hiding it would mask the public one
-    alike = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("the cafe noir", False)]
+    alike = [("The Whispering Gate", True, "location"), ("Whispering Gate", False, "location")]
+    alike += [("Café Noir", True, "location"), ("the cafe noir", False, None)]
     assert names_to_mask(alike, lambda w: 0.0) == []
-    assert names_to_mask([("Café Vrask", True), ("Cafe", False)], lambda w: 0.0) == ["Café Vrask", "vrask"]
+    assert names_to_mask([("Café Vrask", True, "npc"), ("Cafe", False, "location")], lambda w: 0.0) == [
+        "Café Vrask",
+        "vrask",
+    ]
     # what the recogniser writes for a secret name: whole, not its ordinary words
     heard = ["vast carrion", "the Whispering gate"]
     assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
@@ -200,34 +205,39 @@ def test_the_type_an_import_names_a_second_record_by_is_no_word_to_hide() -> Non
     "[secret]" for every "npc" or "faction" said, yet the record's name is hidden whole, its ")" too."""
     from memory.graph import SecretMask
 
-    names = [("Harrowgate", False), ("Harrowgate (npc)", True), ("Zorath (faction)", True)]
+    names = [
+        ("Harrowgate", False, "location"),
+        ("Harrowgate (npc)", True, "npc"),
+        ("Zorath (faction)", True, "faction"),
+    ]
     masked = names_to_mask(names, lambda w: 0.0)
-    assert masked == ["Harrowgate (npc)", "Zorath (faction)", "zorath"]
+    assert masked == ["Harrowgate (npc)", "Zorath (faction)"]  # a faction's name is hidden whole only
     said = "Its old soldier is Harrowgate (npc). The NPC joins a faction at Harrowgate; Zorath (Faction)."
     assert SecretMask(masked)(said) == "Its old soldier is [secret]. The NPC joins a faction at Harrowgate; [secret]."
 
 
 def test_the_dm_is_told_of_the_english_words_a_secret_name_masks_wherever_they_are_said() -> None:
-    """ "The Exile" masks every "exile" a player reads, "Vaskerrin Holt" every "holt": the DM who adds one hears which
-    words; of an invented name ("Eldrinax") or one a table says only as a name ("Mira"), nothing."""
+    """ "The Exile" masks every "the exile" a player reads, "Vaskerrin Holt" every "holt": the DM who adds one hears
+    which words; of an invented name ("Eldrinax") or one a table says only as a name ("Mira"), nothing."""
     common = {"vaskerrin": 0.0, "holt": 3.7, "the": 7.7, "exile": 3.8, "gate": 4.5, "mira": 3.3, "raven": 3.8}
 
     def zipf(word: str) -> float:
         return common.get(word, 0.0)
 
     names = ["Vaskerrin Holt", "The Exile", "Eldrinax", "Mira", "The Gate", "Raven Queen", "Holt"]
-    masked = names_to_mask([(n, True) for n in names], zipf)
+    masked = names_to_mask([(n, True, "npc") for n in names], zipf)
 
     def told(*given: str) -> list[str]:
         return everyday_masked(masked, given, zipf)
 
     assert told("Vaskerrin Holt") == ["holt"] and told("Holt") == ["holt"]
-    assert told("The Exile") == ["exile"]  # the word, which says the name too
+    # a name of an article and a word is said whole, as the mention index reads it: "an exile" stays
+    assert told("The Exile") == ["the exile"]
     assert told("The Gate") == ["the gate"]  # its words are not masked alone ("gate"), the name is, wherever said
     assert told("Eldrinax") == told("Mira") == told() == []
-    assert told("The Exile", "Mira", "Vaskerrin Holt") == ["exile", "holt"]
+    assert told("The Exile", "Mira", "Vaskerrin Holt") == ["holt", "the exile"]
     # a word players read in a public name is not masked: nothing to tell
-    farm = names_to_mask([("Vaskerrin Holt", True), ("Holt Farm", False)], zipf)
+    farm = names_to_mask([("Vaskerrin Holt", True, "npc"), ("Holt Farm", False, "location")], zipf)
     assert everyday_masked(farm, ["Vaskerrin Holt"], zipf) == []
 
 
@@ -240,14 +250,15 @@ def test_a_plural_word_of_a_secret_name_is_weighed_with_its_singular() -> None:
         return common.get(word, 0.0)
 
     names = ["Mother-of-Thorns", "Pip"]
-    masked = names_to_mask([(n, True) for n in names], zipf)
+    masked = names_to_mask([(n, True, "npc") for n in names], zipf)
     assert everyday_masked(masked, ["Mother-of-Thorns"], zipf) == ["thorns"]
     assert everyday_masked(masked, ["Pip"], zipf) == []  # a singular is not weighed with its plural: a name
 
 
 def test_a_secret_name_players_read_anyway_is_found_for_the_entity_just_named() -> None:
     """What the DM is warned of: a secret name unmasked because a readable one is spelled alike."""
-    names = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("Mira", False)]
+    names = [("The Whispering Gate", True, "location"), ("Whispering Gate", False, "location")]
+    names += [("Café Noir", True, "location"), ("Mira", False, "npc")]
     gate = [("The Whispering Gate", "Whispering Gate")]
     assert unhidden_secrets(names, ["The Whispering Gate"]) == gate  # the secret one added
     assert unhidden_secrets(names, ["whispering gáte"]) == gate  # or the public one, accents and case aside
@@ -259,20 +270,24 @@ def test_the_players_mask_of_a_mixed_campaign_keeps_its_names() -> None:
     "The", look-alikes of public names, heard phrases): a faster build must hide the same names."""
     zipf = {"the": 7.0, "gate": 5.0, "queen": 5.2, "holt": 3.7, "pale": 4.1, "crow": 3.9, "sister": 4.8, "ash": 4.2}
     zipf |= {"black": 5.5, "hand": 5.6, "old": 6.0, "road": 5.0}
+    npc, place, faction = "npc", "location", "faction"
     names = [
-        ("Vaskerrin Holt", True), ("the Pale Magister", False), ("Queen Mab", True), ("queen mäb", False),
-        ("The Whispering Gate", True), ("Whispering Gate", False), ("Vex'ahlia", True), ("Vexahlia's Crow", True),
-        ("Café Noir", True), ("the cafe", False), ("Sister Ash-Wyn", True), ("Ashwyn Road", False),
-        ("Black Hand", True), ("Grom", False), ("the smith", False), ("Éldrïn Korvash", True), ("Korvash", False),
-        ("Old Tom", True), ("Tom", False), ("Ironhold", False), ("Eldrin", False),
+        ("Vaskerrin Holt", True, npc), ("the Pale Magister", False, None), ("Queen Mab", True, npc),
+        ("queen mäb", False, None), ("The Whispering Gate", True, place), ("Whispering Gate", False, place),
+        ("Vex'ahlia", True, npc), ("Vexahlia's Crow", True, npc), ("Café Noir", True, place),
+        ("the cafe", False, place),
+        ("Sister Ash-Wyn", True, npc), ("Ashwyn Road", False, place), ("Black Hand", True, faction),
+        ("Grom", False, npc), ("the smith", False, None), ("Éldrïn Korvash", True, npc), ("Korvash", False, place),
+        ("Old Tom", True, npc), ("Tom", False, npc), ("Ironhold", False, place), ("Eldrin", False, npc),
     ]  # fmt: skip
     heard = ["vast carrion", "whispering gáte", "pale magister", "mob queen"]
     masked = names_to_mask(names, lambda w: zipf.get(w, 0.0), heard=heard)
     whole = ["Vaskerrin Holt", "Vex'ahlia", "Vexahlia's Crow", "Café Noir", "Sister Ash-Wyn", "Black Hand"]
     whole += ["Éldrïn Korvash", "Old Tom", "vast carrion", "mob queen"]
     assert masked[: len(whole)] == whole
-    # "éldrïn" is Eldrin's to players, accents aside; "ash", "road", "old": English or theirs
-    assert set(masked[len(whole) :]) == {"vaskerrin", "holt", "vex", "ahlia", "vexahlia", "crow", "noir", "wyn"}
+    # "éldrïn" is Eldrin's to players, accents aside; "ash", "road", "old": English or theirs; a person's first and
+    # last names alone, a one-word name's, a place's or a faction's words ("noir", "hand") never
+    assert set(masked[len(whole) :]) == {"vaskerrin", "holt", "vexahlia", "crow", "wyn"}
 
 
 def test_did_you_mean_matches_whole_words_never_letters_inside_one() -> None:
