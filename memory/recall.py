@@ -307,12 +307,7 @@ async def _recall(
     asker: str | None = None,
     now: datetime | None = None,
 ) -> list[RecallHit]:
-    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
-    a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
-    secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
-    who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
-    their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
-    the lines of sessions played then come first)."""
+    """:func:`recall`'s hits as its lines and passages found them, before the speakers are labelled."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
     names = _Names(mem, include_secret=dm)  # a misspelt name and the names asked of both read them
