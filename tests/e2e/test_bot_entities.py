@@ -1058,8 +1058,8 @@ async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(
     # a secret name of English words masks them wherever players read them: the DM is told which
     exile = await fake_discord.invoke("entity add", {"name": "The Exile", "type": "npc", "secret": True}, user_id=dm)
     assert exile.texts()[0] == (
-        "Added npc **The Exile**. Players will read [secret] for every “exile” said, in any sense (as it hides the "
-        "secret name)."
+        "Added npc **The Exile**. Players will read [secret] for every “the exile” said, in any sense (as it hides "
+        "the secret name)."
     ), exile.texts()
     assert "Players will read" not in plain.texts()[0]
     # a rename to a public name spelled like the secret Queen Mab, accents and case aside

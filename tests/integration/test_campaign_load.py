@@ -986,7 +986,7 @@ async def test_names_hidden_from_players_travel_with_an_export(memory: Memory) -
     assert report.masked == ["holt"] and again.masked == []
     assert "Players will read [secret] for every “holt” said, in any sense" in report.said()
     newly = "entities:\n  - {name: The Exile, type: npc, secret: true}\n  - {name: Zyxara, type: npc, secret: true}\n"
-    assert (await apply_campaign_file(copy, parse_campaign_file(newly, "exile.yaml"))).masked == ["exile"]
+    assert (await apply_campaign_file(copy, parse_campaign_file(newly, "exile.yaml"))).masked == ["the exile"]
 
 
 async def test_a_heard_as_phrase_moves_to_an_entity_listed_before_the_one_losing_it(memory: Memory) -> None:

@@ -74,11 +74,11 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     ), hidden.stderr
     assert lk("entity", "edit", "The Korvash", "--new-name", "Korvash the Grey").stderr == ""
     # a secret name of English words masks them wherever players read them: the DM is told which, once
-    told = "Players will read [secret] for every “exile” said, in any sense (as it hides the secret name)."
+    told = "Players will read [secret] for every “the exile” said, in any sense (as it hides the secret name)."
     assert lk("entity", "add", "The Exile", "npc", "--secret").stdout.splitlines()[1:] == [told]
     assert lk("entity", "edit", "The Exile", "--description", "banished").stdout.splitlines()[1:] == []
     assert lk("entity", "add", "Holt", "npc").stdout.splitlines()[1:] == []
-    assert lk("entity", "edit", "Holt", "--secret").stdout.splitlines()[1:] == [told.replace("exile", "holt")]
+    assert lk("entity", "edit", "Holt", "--secret").stdout.splitlines()[1:] == [told.replace("the exile", "holt")]
     assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
     missing = lk("entity", "show", "Korvash")
     assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr
