@@ -140,7 +140,8 @@ class ImportBatch(BaseModel):
         for what, names in world.assumed.items():
             lines.append(f"assumed: {what}: {clip(', '.join(names), 120)}")
         if world.skipped:
-            lines.append(f"left out: {counted(len(world.skipped), 'record')} (e.g. {clip(world.skipped[0], 90)})")
+            example = clip(_file_named(world.skipped[0]), 90)
+            lines.append(f"left out: {counted(len(world.skipped), 'record')} (e.g. {example})")
         return "\n".join(lines)
 
 
@@ -167,6 +168,15 @@ class Resolved:
     shown: dict[str, str] = field(default_factory=dict)
     #: Entries (their names) found by their tool's id whose records list all their relations.
     relations_stated: list[str] = field(default_factory=list)
+
+
+def _file_named(said: str) -> str:
+    """A left-out record's reason with its file named by its last two parts: a world's full path
+    ("/home/dm/worlds/…/events.json") would push the reason past the card's clip."""
+    path, colon, why = said.partition(": ")
+    if not colon or "/" not in path.rstrip("/"):
+        return said
+    return f"{'/'.join(path.rstrip('/').split('/')[-2:])}: {why}"
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
