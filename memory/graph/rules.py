@@ -138,7 +138,8 @@ def alone_words(name: str, type: str | None) -> list[str]:
     words = [t.norm for t in tokens]
     rest = list(itertools.dropwhile(TITLES.__contains__, words))
     alone = set()
-    if type in PERSON_TYPES and len(words) > 1 and words[0] not in {"a", "an", "the"} and rest:
+    # a one-word name's parts too: "K'Varn" is searched as "k" and "varn", so a guess at "Varns" must find nothing
+    if type in PERSON_TYPES and words and words[0] not in {"a", "an", "the"} and rest:
         alone = {rest[0], rest[-1]} if len(rest) > 1 else {rest[0]}
     # a one-word name without its title (tokenised once more only where a title starts it: a fifth of the build)
     if len(rest) < len(words) and (plain := untitled(name)) and len(one := tokenize(plain)) == 1:
