@@ -128,7 +128,8 @@ def alone_words(name: str, type: str | None) -> list[str]:
     """The words of an entity's ``name`` (of entity ``type``) said alone for it, as the mention index reads them
     (:func:`~memory.gazetteer.short_names`), as :func:`name_words` writes them: a person's first and last names
     ("vaskerrin", "holt" of Vaskerrin Holt; "aubigné" of Ysolde d'Aubigné, "vord" of Kima of Vord too: what players
-    guess at), and a one-word name without its title ("mab" of Queen Mab). Of another name ("Lich Dossier", "DM Plot
+    guess at), the parts of any one-word name ("vex", "ahlia" of Vex'ahlia) and a one-word name without its title
+    ("mab" of Queen Mab). Of another name ("Lich Dossier", "DM Plot
     Outline", "The Drowned Chapel") none: its words are said for what they mean ("lich", "outline")."""
     from memory.correction.text import tokenize
     from memory.gazetteer import TITLES, untitled
@@ -137,9 +138,10 @@ def alone_words(name: str, type: str | None) -> list[str]:
     tokens = tokenize(name)
     words = [t.norm for t in tokens]
     rest = list(itertools.dropwhile(TITLES.__contains__, words))
-    alone = set()
-    # a one-word name's parts too: "K'Varn" is searched as "k" and "varn", so a guess at "Varns" must find nothing
-    if type in PERSON_TYPES and words and words[0] not in {"a", "an", "the"} and rest:
+    # a one-word name's parts, of any entity: "K'Varn", "Kal'thar" are searched as "k" "varn", "kal" "thar", so a
+    # player's guess at "Varns" must find nothing
+    alone = set(words) if len(words) == 1 else set()
+    if type in PERSON_TYPES and len(words) > 1 and words[0] not in {"a", "an", "the"} and rest:
         alone = {rest[0], rest[-1]} if len(rest) > 1 else {rest[0]}
     # a one-word name without its title (tokenised once more only where a title starts it: a fifth of the build)
     if len(rest) < len(words) and (plain := untitled(name)) and len(one := tokenize(plain)) == 1:

@@ -211,7 +211,7 @@ def test_the_type_an_import_names_a_second_record_by_is_no_word_to_hide() -> Non
         ("Zorath (faction)", True, "faction"),
     ]
     masked = names_to_mask(names, lambda w: 0.0)
-    assert masked == ["Harrowgate (npc)", "Zorath (faction)"]  # a faction's name is hidden whole only
+    assert masked == ["Harrowgate (npc)", "Zorath (faction)", "zorath"]  # the name players say, not its type
     said = "Its old soldier is Harrowgate (npc). The NPC joins a faction at Harrowgate; Zorath (Faction)."
     assert SecretMask(masked)(said) == "Its old soldier is [secret]. The NPC joins a faction at Harrowgate; [secret]."
 
@@ -359,3 +359,10 @@ def test_a_synonym_is_weighed_as_the_type_it_says_in_other_words() -> None:
     assert stated_as("ally_of") == (["allied_with"], ["allied_with", "ally_of"])
     assert stated_as("knows") == ([], [])
     assert stated_as("sibling_of") == ([], ["sibling_of"])
+
+
+def test_the_parts_of_a_secret_one_word_name_are_hidden_whatever_it_names() -> None:
+    """The search reads "Kal'thar" as "kal" and "thar": a player's guess at "Thar" must find nothing, a place's
+    one-word name as a person's; a place of several words stays hidden whole only."""
+    masked = names_to_mask([("Kal'thar", True, "location"), ("Tithe Barrow", True, "location")], lambda w: 0.0)
+    assert set(masked) == {"Kal'thar", "Tithe Barrow", "kal", "thar"}
