@@ -180,10 +180,69 @@ async def recall(
     their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
     the lines of sessions played then come first). "What did Grog say about Jazna?" that no line of Grog's answers
     is answered by his lines said near those naming her (``_said_near``)."""
-    hits = await _recall(mem, embedder, query, limit=limit, mode=mode, embedding=embedding, dm=dm, asker=asker, now=now)
-    if not hits and rank.speaker_asked(query):
-        hits = await _said_near(mem, query, limit=limit, dm=dm, asker=asker, now=now)
+    asked = await _asked(mem, query, embedding, dm=dm, asker=asker, now=now)
+    if asked is None:
+        return []
+    hits = await _recall(mem, embedder, asked, limit=limit, mode=mode)
+    if not hits and asked.voices is not None:
+        hits = await _said_near(mem, asked, limit=limit)
     return await _labelled(mem, hits, dm=dm)
+
+
+@dataclass
+class _Asked:
+    """A question as recall reads it, once for its lines and again for those said near a mention: its words with
+    misheard names respelt (and, for a player, secret names left out), who it asks for, when and where."""
+
+    names: _Names
+    query: str
+    embedding: list[float] | None
+    dm: bool
+    asker: str | None
+    #: who "what did X say" asks for; None when the question names no speaker
+    voices: list[rank.Speaker] | None
+    parsed: rank.Parsed
+    sessions: list[int] | None
+    #: the speakers it filters by (None: anyone's lines)
+    speakers: list[str] | None
+    #: (speaker, session) whose lines are left out: a player playing another character than asked for
+    other: set[tuple[str, int]]
+
+
+async def _asked(
+    mem: CampaignMemory,
+    query: str,
+    embedding: list[float] | None,
+    *,
+    dm: bool,
+    asker: str | None,
+    now: datetime | None,
+) -> _Asked | None:
+    """``query`` read (see :class:`_Asked`); None when a player's question is nothing but secret names."""
+    if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
+        raise InvalidInputError("query is empty: give words or names to look for")
+    names = _Names(mem, include_secret=dm)  # a misspelt name and the names asked of both read them
+    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm, names=names)
+    if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
+        unsaid = await _unsaid(mem, query)
+        if unsaid != " ".join(query.split()):
+            query, embedding = unsaid, None
+        if not query:
+            return None
+    forms = rank.named_forms(query)
+    # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
+    voices = (
+        await _speakers(mem, forms, dm=dm, narrators=True, asker=asker, alone=list(map(rank.name_key, who)))
+        if (who := rank.speaker_asked(query))
+        else None
+    )
+    # its days and the sessions' are counted in UTC, as sessions start
+    parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
+    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
+    # a player's lines of the sessions where they played another character than asked for: left out where the
+    # best lines are chosen, so those of the character asked for fill the hits
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
+    return _Asked(names, query, embedding, dm, asker, voices, parsed, sessions, speakers, other)
 
 
 async def _labelled(mem: CampaignMemory, hits: list[RecallHit], *, dm: bool) -> list[RecallHit]:
@@ -244,28 +303,19 @@ SAID_NEAR = 5
 NEAR_MENTION = "near a mention"
 
 
-async def _said_near(
-    mem: CampaignMemory, query: str, *, limit: int, dm: bool, asker: str | None, now: datetime | None
-) -> list[RecallHit]:
+async def _said_near(mem: CampaignMemory, asked: _Asked, *, limit: int) -> list[RecallHit]:
     """The hits of "what did Grog say about Jazna?" when no line of Grog's says her: his lines within ``SAID_NEAR``
     lines of one naming Jazna (the mention index), the nearest first, each hit from the line naming her to his
     (marked ``NEAR_MENTION``); none when the question names no entity beside its speaker."""
-    names = _Names(mem, include_secret=dm)
-    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm, names=names)
-    if not dm:
-        query = await _unsaid(mem, query)
-    voices = await _speakers(mem, rank.named_forms(query), dm=dm, narrators=True, asker=asker)
-    parsed, sessions = await _parsed(mem, query, voices, (now or datetime.now(UTC)).astimezone(UTC))
-    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers))
+    parsed, sessions, speakers = asked.parsed, asked.sessions, asked.speakers
     if not speakers or not parsed.text or sessions == []:
         return []
-    called = await names()
+    called = await asked.names()
     topic = Gazetteer(_worded(_by_first_name(called, parsed.text), parsed.text)).find(parsed.text)
-    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
     near = [
         (e, at)
         for e, at in await mem.log.said_near(sorted({e.id for *_, e in topic}), speakers, sessions, SAID_NEAR)
-        if (e.speaker.casefold(), e.session_id) not in other
+        if (e.speaker.casefold(), e.session_id) not in asked.other
     ]
     spans: list[tuple[int, int, int, list[int]]] = []  # (session id, first seq, last seq, the speaker's lines)
     for e, at in near:
@@ -296,46 +346,17 @@ def _line(e: Entry, session: Session) -> lexical_ranker.Line:
 
 
 async def _recall(
-    mem: CampaignMemory,
-    embedder: Embedder | None,
-    query: str,
-    *,
-    limit: int = 5,
-    mode: Mode = "both",
-    embedding: list[float] | None = None,
-    dm: bool = True,
-    asker: str | None = None,
-    now: datetime | None = None,
+    mem: CampaignMemory, embedder: Embedder | None, asked: _Asked, *, limit: int, mode: Mode
 ) -> list[RecallHit]:
     """:func:`recall`'s hits as its lines and passages found them, before the speakers are labelled."""
-    if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
-        raise InvalidInputError("query is empty: give words or names to look for")
-    names = _Names(mem, include_secret=dm)  # a misspelt name and the names asked of both read them
-    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm, names=names)
-    if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
-        unsaid = await _unsaid(mem, query)
-        if unsaid != " ".join(query.split()):
-            query, embedding = unsaid, None
-        if not query:
-            return []
-    forms = rank.named_forms(query)
-    # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
-    voices = (
-        await _speakers(mem, forms, dm=dm, narrators=True, asker=asker, alone=list(map(rank.name_key, asked)))
-        if (asked := rank.speaker_asked(query))
-        else None
-    )
-    # its days and the sessions' are counted in UTC, as sessions start
-    parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
+    names, query, embedding, dm, asker = asked.names, asked.query, asked.embedding, asked.dm, asked.asker
+    voices, parsed, sessions, speakers, other = asked.voices, asked.parsed, asked.sessions, asked.speakers, asked.other
     meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
         # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it (the caller's);
         # "where did we leave off?": its recap and its last scene
         return await _last_scene(mem, sessions[0]) if sessions and parsed.left_off else []
-    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
-    # a player's lines of the sessions where they played another character than asked for: left out where the
-    # best lines are chosen, so those of the character asked for fill the hits
-    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
+    forms = rank.named_forms(query)
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int], list[int]]:
         named = await _named(names, parsed.text)

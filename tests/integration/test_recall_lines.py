@@ -875,11 +875,15 @@ async def test_what_a_character_said_is_what_its_player_said(campaign: CampaignM
     assert ids[4] in {line.entry_id for hit in hits for line in hit.answering()}
 
 
-async def test_what_a_character_said_about_someone_no_line_of_theirs_names(campaign: CampaignMemory) -> None:
+@pytest.mark.parametrize("aliases", [["Grog"], []])
+async def test_what_a_character_said_about_someone_no_line_of_theirs_names(
+    campaign: CampaignMemory, aliases: list[str]
+) -> None:
     """ "What did Grog say about Jazna?" said "nothing found": no line of Travis names her, though he speaks in the
-    scene that does. His lines near those naming her answer, marked so; a speaker far from her is not shown."""
+    scene that does. His lines near those naming her answer, marked so; a speaker far from her is not shown. Grog
+    is asked for by his alias, or by his first name alone as a character's card calls him."""
     await campaign.graph.add_entity(
-        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=aliases, attributes={"played_by": "travis"})
     )
     jazna = await campaign.graph.add_entity(EntityIn(name="Jazna Grebin", type=EntityType.npc))
     scene = [
