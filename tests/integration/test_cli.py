@@ -1089,6 +1089,22 @@ def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(
     assert "[secret]: Mira, bring the silver." in found and "Vaskerrin" not in found, found
 
 
+def test_a_removed_secret_persons_first_and_last_names_stay_hidden_from_players(lk, tmp_path: Path) -> None:
+    """A secret person's first and last names were hidden alone while the entity existed; once the DM removed it,
+    its name was kept without its type, and "Holt" alone showed again."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Vaskerrin Holt", "npc", "--secret").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Holt pays the ferryman in silver.\nAna: Vaskerrin Holt owes us silver.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    for removed in (False, True):
+        if removed:
+            assert lk("entity", "remove", "Vaskerrin Holt", "--yes").returncode == 0
+        found = lk("recall", "ferryman silver", "--mode", "fulltext", "--as-player").stdout
+        assert "[secret] pays the ferryman" in found and "Holt" not in found, (removed, found)
+        guess = lk("recall", "Holt", "--mode", "fulltext", "--as-player").stdout
+        assert "Holt" not in guess and "ferryman" not in guess, (removed, guess)
+
+
 def test_recap_as_player_finds_and_lists_sessions_by_the_titles_a_player_reads(lk, tmp_path: Path) -> None:
     """`recap --as-player` listed the recent sessions by their secret titles, which /recap masks for a player, and
     did not find one by the masked title a player picks."""
