@@ -2204,7 +2204,7 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "heard           name       times  how       if it is wrong",
         "-----------  -  ---------  -----  --------  -------------------------------------------------------------",
         'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "+elder nacks"',
-        'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+        'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "-from skin"',
         "vexahlia     →  Vex'ahlia  ×1     sound     (a spelling of its name or an alias)",
     ]
     as_json = json.loads(lk("session", "names", "Night 1", "--json").stdout)
@@ -2219,8 +2219,17 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "not_heard_as": [],
         "respelled": False,
         "removed": False,
-        "undo": 'lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+        "undo": 'lorekeeper entity edit Frumpkin --heard-as "-from skin"',
     }
+    # the hint takes that one phrase away: one added since stays (a list to replace all with, as of the report,
+    # took it away too), and so does each hint followed after another
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "+frum pin").returncode == 0
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-from skin").returncode == 0
+    assert "  heard as: frum pin, frump kin\n" in lk("entity", "show", "Frumpkin").stdout
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-FRUMP KIN").returncode == 0
+    assert "  heard as: frum pin\n" in lk("entity", "show", "Frumpkin").stdout
+    gone = lk("entity", "edit", "Frumpkin", "--heard-as", "-from skin")
+    assert gone.returncode == 1 and "'from skin' is not one of its phrases (they are: 'frum pin')" in gone.stderr
     missing = lk("session", "names", "Nigth 1")
     assert missing.returncode == 1
     assert missing.stderr == (
