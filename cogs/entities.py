@@ -297,9 +297,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         description="A new description (replaces the old one; /entity describe for several lines)",
         aliases="Replaces all aliases, comma-separated ('-' clears them)",
         attributes="key=value;key=value, merged into its attributes",
-        heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
+        heard_as="Its name as heard (from skin), comma-separated; replaces all ('-' clears, '+x' adds x, '-x' drops x)",
         not_heard_as=(
-            "Never its name, though heard so (manta ray), comma-separated; replaces all ('-' clears, '+x' adds x)"
+            "Never its name (manta ray), comma-separated; replaces all ('-' clears, '+x' adds x, '-x' drops x)"
         ),
         secret="True: DM-only, never shown to players",
     )
@@ -325,7 +325,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             )
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
         before = await mem.graph.get_entity(name)
-        phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
+        phrases = None if heard_as is None else edited_phrases(before.heard_as, parse_aliases(heard_as))
         never = None if not_heard_as is None else edited_phrases(before.not_heard_as, parse_aliases(not_heard_as))
         lines = await count_phrase_lines(mem.log, before, phrases, never)  # before the edit's jobs change them
         entity = await mem.graph.update_entity(

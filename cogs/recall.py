@@ -44,7 +44,7 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     ] or [plain(mask(hit.text))]
     who = ", ".join(dict.fromkeys([line.who(mask) for line in hit.answering()] or map(mask, hit.speakers)))
     # display names and titles are the users' too: "*Grog*" is a name here, not emphasis
-    return "\n".join(f"> {line}" for line in said) + f"\n— **{plain(who)}**, {plain(mask(hit.where()))}"
+    return "\n".join(f"> {line}" for line in said) + f"\n— **{plain(who)}**, {plain(hit.cited_where(mask))}"
 
 
 def add_entity_field(embed: discord.Embed, known: NamedEntity) -> None:

@@ -78,9 +78,8 @@ def held_said(held: list[HeldJob]) -> str:
 
 def undo_slash(change: NameChange) -> str:
     """The /entity edit that stops a wrong correction, as ``bot.cli.session.undo_command`` says it for the CLI."""
-    if "heard-as" in change.how:
-        kept = [h for h in change.heard_as if h.casefold() != change.heard]
-        return f"/entity edit {change.name} heard_as: {', '.join(kept) or '-'}"
+    if "heard-as" in change.how:  # taken away: the phrases it has stay
+        return f"/entity edit {change.name} heard_as: -{change.heard}"
     return f"/entity edit {change.name} not_heard_as: +{change.heard}"  # added: the phrases it has stay
 
 

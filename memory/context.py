@@ -56,7 +56,7 @@ _NAMES_NOW = """
             FROM entities WHERE campaign_id = $1)
         || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, alias)))]
             FROM entity_aliases WHERE campaign_id = $1)
-        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, name)))]
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, name, type)))]
             FROM masked_names WHERE campaign_id = $1)
         || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, phrase)))]
             FROM entity_heard_as WHERE campaign_id = $1)

@@ -380,6 +380,9 @@ _ACTS = re.compile(
     rf"[a-z]+s\b(?<!ss|us|is)\s+(?:{_OBJECT})"
 )
 _IN_STATE = re.compile(_PERSON_STATE)
+#: A copula just before a word: what it says of something is what it is ("It is Winter.", "it's Hope", "she was
+#: Grace"), no one, unless the scene has them.
+_AFTER_COPULA = re.compile(r"(?:\b(?i:is|was|are|were|be|been|became|becomes|become)|['’](?i:s|re))\s+$")
 
 
 def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:
@@ -418,7 +421,8 @@ def _written_as_short_name(
     or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises."), or in a
     person's state (``_PERSON_STATE``: "Lucy is alive."), a last name only when ``present``: the person named
     earlier in the line or in the lines before, as "Hope is dead." or "Winter's dead and spring is here." of no one
-    in the scene is the word's."""
+    in the scene is the word's. Such a word alone after a copula ("It is Winter.") is the person's only when
+    ``present`` too, unless a title names them ("It is Captain Winter.")."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False
@@ -428,9 +432,12 @@ def _written_as_short_name(
         return False
     if not common:
         return True
+    titled = _titled(text, tokens, i, 0) < word.start
+    if not (present or titled) and _AFTER_COPULA.search(text[: word.start]):
+        return False
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     inside = bool(before) and before[-1] not in ".!?;…"
-    if inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None:
+    if inside or titled or _ACTS.match(text, word.base_end) is not None:
         return True
     # a first name is the person's ("Lucy is alive."); a surname only of someone in the scene ("Hope is dead.")
     return (present or word.norm == first) and _IN_STATE.match(text, word.base_end) is not None

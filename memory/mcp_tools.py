@@ -80,7 +80,8 @@ MAX_RESULTS = 50
 
 
 class Passage(BaseModel):
-    """A recalled passage with its citation: the session, the time or source line, the L1 refs it covers."""
+    """A recalled passage with its citation: the session, the time or source line (marked "(near a mention)" for
+    lines said beside one naming what was asked), the L1 refs it covers."""
 
     where: str
     speakers: list[str]
@@ -258,7 +259,7 @@ class CampaignTools:
             entities=named,
             passages=[
                 Passage(
-                    where=mask(h.where()),
+                    where=h.cited_where(mask),
                     speakers=list(dict.fromkeys(map(mask, h.speakers))),
                     # as recall shows it: context lines previewed, a long line by its passage, cut at words with "…"
                     text="\n".join(f"{line.who(mask)}: {line.shown(mask)}" for line in h.lines) or mask(h.text),

@@ -139,6 +139,12 @@ class RecallHit(BaseModel):
         start, ref = (first.start_s, first.ref) if first else (self.start_s, self.refs[0] if self.refs else None)
         return where_said(self.session or f"session {self.session_id}", start, ref, self.started)
 
+    def cited_where(self, mask: Callable[[str], str] = str) -> str:
+        """:meth:`where`, as a reader is shown it (``mask``: what they may not read hidden), marked "(near a
+        mention)" for lines said beside one naming what was asked, which do not say it themselves: the command line
+        shows so how a hit was found, and /recall and the MCP tool say this much too."""
+        return mask(self.where()) + (f" ({NEAR_MENTION})" if NEAR_MENTION in self.matched else "")
+
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
 #: Windows are read only while a campaign has no line vectors; reading them beside the lines did not help (dev).

@@ -661,9 +661,11 @@ PASSAGE_MIN_WORDS = 12
 #: Words a passage shows at most: a transcript without full stops has no sentences to stop at.
 PASSAGE_MAX_WORDS = 80
 
-# PostgreSQL's parser as the tsvector numbers words: a number with its decimals, else a run of letters or digits; a
-# hyphenated word is one position, then each of its parts one ("well-made": well-made, well, made).
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+(?:-[^\W_]+)*")
+# PostgreSQL's parser as the tsvector numbers words: a number with its decimals, else a run of letters or digits,
+# through an apostrophe before a letter (searchable() drops it: "Kal'thar" is one word); a hyphenated word is one
+# position, then each of its parts one ("well-made": well-made, well, made).
+_PART = r"[^\W_]+(?:['’ʼ][^\W\d_][^\W_]*)*"
+_TOKEN = re.compile(rf"\d+(?:[.,]\d+)+|{_PART}(?:-{_PART})*")
 _SENTENCE_END = re.compile(r"(?P<stop>[.!?…]+[\"'”’)\]]*)\s+|\n\s*")
 
 

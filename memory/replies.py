@@ -21,14 +21,25 @@ def kept_old_name(before: Entity, after: Entity) -> bool:
 
 
 def edited_phrases(before: Sequence[str], given: Sequence[str]) -> list[str]:
-    """The not-heard-as phrases an edit giving ``given`` leaves (the CLI's repeated option, or Discord's list
-    split at commas): "-" alone, none; with a leading "+" on one of them, ``before`` and these ("+elder nacks", as
-    `session names` hints it: a second hint followed keeps the first's phrase); else these, replacing all."""
-    if list(given) == ["-"]:
+    """The heard-as or not-heard-as phrases an edit giving ``given`` leaves (the CLI's repeated option, or
+    Discord's list split at commas): "-" alone, none; with a leading "+" or "-" on one of them, ``before`` with each
+    "+phrase" (or plain one) added and each "-phrase" taken away, that one alone, case aside ("+elder nacks", "-from
+    skin", as `session names` hints them: hints followed one after another each change their own phrase, where a
+    list to replace all with undid the one before); else these, replacing all."""
+    given = [g.strip() for g in given]
+    if given == ["-"]:
         return []
-    if any(g.lstrip().startswith("+") for g in given):
-        return list(dict.fromkeys([*before, *(p for g in given if (p := g.strip().removeprefix("+").strip()))]))
-    return list(given)
+    if not any(g.startswith(("+", "-")) for g in given):
+        return list(given)
+    held = {p.casefold(): p for p in before}
+    for g in given:
+        phrase = g[1:].strip() if g.startswith(("+", "-")) else g
+        if not g.startswith("-"):
+            held.setdefault(phrase.casefold(), phrase)
+        elif held.pop(phrase.casefold(), None) is None:
+            has = ", ".join(map(quoted, before)) or "none"
+            raise InvalidInputError(f"{quoted(phrase)} is not one of its phrases (they are: {has})")
+    return [p for p in held.values() if p]
 
 
 def edited_aliases(entity: Entity, add: Sequence[str], drop: Sequence[str]) -> list[str]:

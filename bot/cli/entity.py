@@ -307,7 +307,8 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
     "heard_as",
     multiple=True,
     metavar="PHRASE",
-    help="What speech-to-text writes for its name ('from skin'): replaces all (repeatable; '--heard-as -' clears).",
+    help="What speech-to-text writes for its name ('from skin'): replaces all (repeatable; '--heard-as -' clears; "
+    "'+from skin' adds it, '-from skin' takes it away, keeping the others).",
 )
 @click.option(
     "--not-heard-as",
@@ -315,7 +316,7 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
     multiple=True,
     metavar="PHRASE",
     help="What speech-to-text writes that is never its name ('manta ray'): replaces all (repeatable; '-' clears; "
-    "'+manta ray' adds it, keeping the others).",
+    "'+manta ray' adds it, '-manta ray' takes it away, keeping the others).",
 )
 @click.option("--secret/--public", default=None, help="DM-only, or shown to players.")
 @campaign_option
@@ -374,7 +375,7 @@ async def edit(
         before = await mem.graph.get_entity(name)
         if add_aliases or drop_aliases:
             aliases = tuple(edited_aliases(before, add_aliases, drop_aliases)) or ("-",)
-        phrases = [] if heard_as == ("-",) else list(heard_as)
+        phrases = edited_phrases(before.heard_as, heard_as)
         never = edited_phrases(before.not_heard_as, not_heard_as)
         lines = await count_phrase_lines(  # before the edit's jobs change them
             mem.log, before, phrases if heard_as else None, never if not_heard_as else None

@@ -109,12 +109,11 @@ def undo_command(change: NameChange) -> str:
         return "(its entity was removed)"
     if change.respelled:
         return "(a spelling of its name or an alias)"
+    # that phrase alone added or taken away: the phrases it has stay, so hints followed one after another each
+    # change only their own (a list replacing all, as of this report, undid the hint followed before it)
     name = _sh(change.name)
     if "heard-as" in change.how:
-        kept = [h for h in change.heard_as if h.casefold() != change.heard]
-        phrases = " ".join(f"--heard-as {_sh(h)}" for h in kept) or "--heard-as -"
-        return f"lorekeeper entity edit {name} {phrases}"
-    # added: the phrases it has stay, and the hint of another row for it followed after this one keeps this one
+        return f"lorekeeper entity edit {name} --heard-as {_sh('-' + change.heard)}"
     return f"lorekeeper entity edit {name} --not-heard-as {_sh('+' + change.heard)}"
 
 

@@ -277,16 +277,22 @@ def inflected(word: str) -> bool:
 
 #: A stem this common makes a word ending in "ed" its past tense ("raise" of "raised", not "ree" of "reed").
 _PAST_STEM_ZIPF = 3.0
+#: A stem of one syllable ending in a consonant, a vowel and a consonant English doubles before "ed" ("jar": jarred,
+#: "stop": stopped; not "w", "x" or "y": "bowed", "fixed", "played"): without it, "Jared" is no past of "jar".
+_DOUBLES = re.compile(r"[^aeiouy]*[aeiou][^aeiouwxy]")
 
 
 @lru_cache(maxsize=65536)
 def past_tense(word: str) -> bool:
     """Whether a word ending in "ed" reads as a verb's past tense: its stem is a common word, "ed" after a
     consonant ("armed", "shivved"), "d" after an "e" ("raised", "agreed"). A short "-eed" word is a word of its
-    own ("reed", "creed", "need", "seed", "speed"): "see" or "fee" are no stems of theirs, "agree" is longer."""
+    own ("reed", "creed", "need", "seed", "speed"): "see" or "fee" are no stems of theirs, "agree" is longer. Nor is
+    an "ed" English would have doubled the consonant before (:data:`_DOUBLES`: "Jared", not "jarred")."""
     if not word.endswith("ed") or len(word) < 5:
         return False
     stems = [word[:-1]] if word[-3] == "e" else [word[:-1], word[:-2]]
+    if _DOUBLES.fullmatch(word[:-2]):
+        stems.remove(word[:-2])
     if word[-3] == word[-4] != "e":
         stems.append(word[:-3])  # "shivved"
     return any(

@@ -237,7 +237,7 @@ class Entities(Names, Masking):
             graph = self.bound_to(conn)
             entity = await graph._entity(name)
             if entity.visibility == Visibility.secret:
-                await graph._keep_masked(None, [entity.name])  # the names it had follow by the foreign key
+                await graph._keep_masked_for_good(entity)
             await conn.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
             return entity
 

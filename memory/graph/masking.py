@@ -248,7 +248,7 @@ class Masking(EntityLookup):
                 WHERE m.campaign_id = $1 AND m.entity_id = a.entity_id AND lower(m.name) = lower(a.alias)
             )
             UNION ALL
-            SELECT m.name, true, e.type
+            SELECT m.name, true, coalesce(e.type, m.type)
             FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
             WHERE m.campaign_id = $1 AND (m.entity_id IS NULL OR e.visibility = 'secret' AND e.status <> 'rejected')
             """,
@@ -281,7 +281,7 @@ class Masking(EntityLookup):
 
     async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
         """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
-        secret entity removed)."""
+        secret entity removed: see :meth:`_keep_masked_for_good`)."""
         await self.db.execute(
             """
             INSERT INTO masked_names (campaign_id, entity_id, name)
@@ -294,4 +294,19 @@ class Masking(EntityLookup):
             self.campaign_id,
             entity_id,
             list(names),
+        )
+
+    async def _keep_masked_for_good(self, entity: Entity) -> None:
+        """Hide the names of the secret ``entity`` about to be deleted for good, with its type: a person's first and
+        last names stay hidden alone, as they were (the old names it kept follow by the foreign key)."""
+        await self._keep_masked(None, [entity.name])
+        await self.db.execute(
+            """
+            UPDATE masked_names SET type = $3
+            WHERE campaign_id = $1 AND (entity_id = $2 OR entity_id IS NULL AND lower(name) = lower($4))
+            """,
+            self.campaign_id,
+            entity.id,
+            entity.type,
+            entity.name,
         )

@@ -298,7 +298,7 @@ class Merging(Entities, Facts):
         """Keep from players the names of ``s`` they must not read (see :func:`hidden_by_merge`); returns those
         hidden while ``t`` stays secret."""
         if plan.hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
-            await self._keep_masked(None, [s.name])
+            await self._keep_masked_for_good(s)
             return []
         if t.visibility != Visibility.secret:
             return []

@@ -386,7 +386,7 @@ async def test_names_shows_the_dm_what_correction_changed_with_the_edit_that_und
         "2 phrases heard became a name in 3 lines, most frequent first, with how it was recognised: sound (it sounds "
         "like the name), LLM (the language model chose it) or heard-as (a phrase you taught).\n"
         "**elder nacks** → **Eldrinax** ×2 (sound) · wrong? `/entity edit Eldrinax not_heard_as: +elder nacks`\n"
-        "**from skin** → **Frumpkin** ×1 (heard-as) · wrong? `/entity edit Frumpkin heard_as: frump kin`",
+        "**from skin** → **Frumpkin** ×1 (heard-as) · wrong? `/entity edit Frumpkin heard_as: -from skin`",
     ]
     unknown = await fake_discord.invoke("session names", {"session": "Nigth 1"}, user_id=dm)
     assert unknown.texts() == [
@@ -396,3 +396,6 @@ async def test_names_shows_the_dm_what_correction_changed_with_the_edit_that_und
     for phrase in ("elder nacks", "elder nox"):
         await fake_discord.invoke("entity edit", {"name": "Eldrinax", "not_heard_as": f"+{phrase}"}, user_id=dm)
     assert (await mem.graph.get_entity("Eldrinax")).not_heard_as == ["elder nacks", "elder nox"]
+    # a taught phrase's hint takes that one away, the others staying
+    await fake_discord.invoke("entity edit", {"name": "Frumpkin", "heard_as": "-from skin"}, user_id=dm)
+    assert (await mem.graph.get_entity("Frumpkin")).heard_as == ["frump kin"]

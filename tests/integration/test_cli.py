@@ -1089,6 +1089,22 @@ def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(
     assert "[secret]: Mira, bring the silver." in found and "Vaskerrin" not in found, found
 
 
+def test_a_removed_secret_persons_first_and_last_names_stay_hidden_from_players(lk, tmp_path: Path) -> None:
+    """A secret person's first and last names were hidden alone while the entity existed; once the DM removed it,
+    its name was kept without its type, and "Holt" alone showed again."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Vaskerrin Holt", "npc", "--secret").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Holt pays the ferryman in silver.\nAna: Vaskerrin Holt owes us silver.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    for removed in (False, True):
+        if removed:
+            assert lk("entity", "remove", "Vaskerrin Holt", "--yes").returncode == 0
+        found = lk("recall", "ferryman silver", "--mode", "fulltext", "--as-player").stdout
+        assert "[secret] pays the ferryman" in found and "Holt" not in found, (removed, found)
+        guess = lk("recall", "Holt", "--mode", "fulltext", "--as-player").stdout
+        assert "Holt" not in guess and "ferryman" not in guess, (removed, guess)
+
+
 def test_recap_as_player_finds_and_lists_sessions_by_the_titles_a_player_reads(lk, tmp_path: Path) -> None:
     """`recap --as-player` listed the recent sessions by their secret titles, which /recap masks for a player, and
     did not find one by the masked title a player picks."""
@@ -2188,7 +2204,7 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "heard           name       times  how       if it is wrong",
         "-----------  -  ---------  -----  --------  -------------------------------------------------------------",
         'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "+elder nacks"',
-        'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+        'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "-from skin"',
         "vexahlia     →  Vex'ahlia  ×1     sound     (a spelling of its name or an alias)",
     ]
     as_json = json.loads(lk("session", "names", "Night 1", "--json").stdout)
@@ -2203,8 +2219,17 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "not_heard_as": [],
         "respelled": False,
         "removed": False,
-        "undo": 'lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+        "undo": 'lorekeeper entity edit Frumpkin --heard-as "-from skin"',
     }
+    # the hint takes that one phrase away: one added since stays (a list to replace all with, as of the report,
+    # took it away too), and so does each hint followed after another
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "+frum pin").returncode == 0
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-from skin").returncode == 0
+    assert "  heard as: frum pin, frump kin\n" in lk("entity", "show", "Frumpkin").stdout
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-FRUMP KIN").returncode == 0
+    assert "  heard as: frum pin\n" in lk("entity", "show", "Frumpkin").stdout
+    gone = lk("entity", "edit", "Frumpkin", "--heard-as", "-from skin")
+    assert gone.returncode == 1 and "'from skin' is not one of its phrases (they are: 'frum pin')" in gone.stderr
     missing = lk("session", "names", "Nigth 1")
     assert missing.returncode == 1
     assert missing.stderr == (

@@ -877,11 +877,14 @@ async def test_what_a_character_said_is_what_its_player_said(campaign: CampaignM
 
 @pytest.mark.parametrize("aliases", [["Grog"], []])
 async def test_what_a_character_said_about_someone_no_line_of_theirs_names(
-    campaign: CampaignMemory, aliases: list[str]
+    campaign: CampaignMemory, memory: Memory, aliases: list[str]
 ) -> None:
     """ "What did Grog say about Jazna?" said "nothing found": no line of Travis names her, though he speaks in the
-    scene that does. His lines near those naming her answer, marked so; a speaker far from her is not shown. Grog
-    is asked for by his alias, or by his first name alone as a character's card calls him."""
+    scene that does. His lines near those naming her answer, marked so on the command line, on /recall and in the MCP
+    tool alike (the mark showed on the command line only); a speaker far from her is not shown. Grog is asked for by
+    his alias, or by his first name alone as a character's card calls him."""
+    from memory.mcp_tools import CampaignTools
+
     await campaign.graph.add_entity(
         EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=aliases, attributes={"played_by": "travis"})
     )
@@ -899,10 +902,15 @@ async def test_what_a_character_said_about_someone_no_line_of_theirs_names(
     assert [line.entry_id for line in hit.answering()] == ids[12:14]  # not his ale, far from her
     assert [line.entry_id for line in hit.lines] == ids[11:14]  # from the line naming her
     assert hit.answering()[0].who() == "TRAVIS (Grog Strongjaw)"
+    assert cite(hit).endswith(f"{hit.where()} (near a mention)")
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    (passage,) = (await tools.search_sessions("What did Grog say about Jazna?", limit=3)).passages
+    assert passage.where == f"{hit.where()} (near a mention)"
     # a line of his that names her is the answer, as before
     await said(campaign, "Two", [*FILLER[:3], ("TRAVIS", "Jazna had it coming."), *FILLER[3:6]])
     (hit, *_) = await recall(campaign, None, "What did Grog say about Jazna?", limit=3, mode="fulltext")
     assert hit.matched != [NEAR_MENTION] and hit.answering()[0].text == "Jazna had it coming."
+    assert "near a mention" not in cite(hit)
 
 
 async def test_a_players_line_has_one_label_however_it_was_found(campaign: CampaignMemory) -> None:

@@ -179,6 +179,23 @@ async def test_l1_search_reads_a_name_without_its_accents(campaign: CampaignMemo
         assert sorted(h.text for h in await campaign.log.search(query)) == sorted(lines[i] for i in found), query
 
 
+async def test_l1_search_reads_a_name_through_its_apostrophe(campaign: CampaignMemory) -> None:
+    """`search Kalthar` missed "Kal'thar": the parser split the word at the apostrophe ("kal", "thar")."""
+    s = await campaign.log.start_session("Night 1")
+    lines = ["Kal'thar waits at the gate.", "Ask Kalthar.", "Kal’thar smiles.", "I don't know.", "Grog's axe."]
+    await campaign.log.write_many(s.id, [EntryIn(speaker="DM", text=t) for t in lines])
+    for query, found in (
+        ("Kalthar", [0, 1, 2]),
+        ("Kal'thar", [0, 1, 2]),
+        ("Kal’thar", [0, 1, 2]),
+        ("thar", []),
+        ("don't", [3]),
+        ('"don\'t know"', [3]),
+        ("Grog", [4]),
+    ):
+        assert sorted(h.text for h in await campaign.log.search(query)) == sorted(lines[i] for i in found), query
+
+
 async def test_l1_search_quoted_phrase_must_be_said(campaign: CampaignMemory) -> None:
     s = await campaign.log.start_session("C1E035")
     exact = "I have you right here between him and Lady Briarwood."

@@ -107,3 +107,19 @@ def test_an_eed_word_ending_the_line_after_a_title_is_no_past_tense(text: str, f
         EntityName(id=2, name="Sergeant Tom Creede", aliases=["Creede"]),
     ]
     assert corrected(PhoneticMatcher(PhoneticIndex.build(entities)), text) == fixed
+
+
+@pytest.mark.parametrize(
+    ("text", "fixed"),
+    [
+        ("Report to Sergeant jared.", "Report to Sergeant Tom Jarod."),
+        ("Sergeant Jared.", "Sergeant Tom Jarod."),
+        ("Sergeant jarred.", "Sergeant jarred."),  # jar's past tense, as English doubles it: the title's verb
+        ("Sergeant raised.", "Sergeant raised."),
+    ],
+)
+def test_a_name_in_ed_english_would_double_after_a_title_is_no_past_tense(text: str, fixed: str) -> None:
+    """ "Jared" ending the line after a title was read as a past tense of "jar", whose past is "jarred": a
+    one-syllable stem ending in consonant, vowel, consonant doubles it before "ed", so the misheard name ends there."""
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(id=1, name="Sergeant Tom Jarod", aliases=["Jarod"])]))
+    assert corrected(matcher, text) == fixed

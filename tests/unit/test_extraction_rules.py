@@ -386,7 +386,8 @@ async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_next_is_a_n
 async def test_a_name_given_next_is_a_persons_after_someone_person_like() -> None:
     """The reviewer's: "A storm arrives. It is Midnight." proposed an npc Midnight and its arrival, so did
     "Christmas", "Dark", "Urgent", coins arriving, and "A cold wind arrives. It is Winter." Jon Winter's. The name
-    given next is a person's (no everyday word alone, time, season or holiday), of someone person-like."""
+    given next is a person's (no everyday word alone, time, season or holiday), of someone person-like; "A figure
+    arrives. It is Winter." was Jon Winter's too, though nobody had named him."""
     winter = KnownEntity(id=10, name="Jon Winter", type=EntityType.npc)
 
     async def said(*lines: str) -> list[str]:
@@ -401,8 +402,14 @@ async def test_a_name_given_next_is_a_persons_after_someone_person_like() -> Non
         "A figure arrives. It is Christmas Eve.",
         "A few coins arrive. It is Corvin Ash.",
         "A cold wind arrives. It is Winter.",
+        "A figure arrives. It is Winter.",  # a common word after a copula: no one the scene has
+        "A figure arrives. It's Winter.",
     ):
         assert await said(line) == [], line
+    # the scene has him: his last name is his
+    assert await said("Jon Winter waits outside.", "A figure arrives. It is Winter.") == [
+        "Arrival of Jon Winter at Ironhold"
+    ]
     assert await said("A figure arrives. It is Corvin Ash.") == ["Arrival of Corvin Ash at Ironhold", "Corvin Ash"]
     assert await said("A woman arrives. It is Eldrinax.") == ["Arrival of Eldrinax at Ironhold"]
     assert await said("A tall dwarf arrives. It is Jon Winter.") == ["Arrival of Jon Winter at Ironhold"]
