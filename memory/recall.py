@@ -456,7 +456,8 @@ async def _recall(
 #: The narrator's story lines a session's last scene goes back to ("where did we leave off?"): the last two things
 #: the DM told, and what the table said between and after them, where the story stood when play ended ...
 LAST_SCENE_TOLD = 2
-#: ... in at most this many story lines (a long chat between the two).
+#: ... in at most this many story lines (a long chat between the two), though always from the DM's last one: the
+#: cliffhanger, not the table's chatter after it alone.
 LAST_SCENE_LINES = 10
 #: Lines at a session's end judged for table talk (the after-show, thanks, dice) before its last story lines.
 LAST_SCENE_READ = 300
@@ -471,7 +472,8 @@ async def _last_scene(mem: CampaignMemory, session_id: int) -> list[RecallHit]:
     story = [e for e in entries if e.id not in talk]
     narrates = offgame.narrator(entries, session.dm_speaker_id)
     told = [n for n, e in enumerate(story) if narrates(e)][-LAST_SCENE_TOLD:]
-    scene = story[max(told[0] if told else 0, len(story) - LAST_SCENE_LINES) :]
+    start = max(0, len(story) - LAST_SCENE_LINES)
+    scene = story[min(told[-1], max(told[0], start)) if told else start :]
     if not scene:
         return []
     rows = [_line(e, session) for e in entries if scene[0].seq <= e.seq <= scene[-1].seq]

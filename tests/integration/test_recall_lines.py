@@ -258,6 +258,26 @@ async def test_where_did_we_leave_off_is_the_last_sessions_last_scene(campaign: 
         assert [line.entry_id for line in hit.answering()] == ids[8:12], question
 
 
+async def test_the_last_scene_keeps_the_dms_last_line_whatever_the_table_says_after(campaign: CampaignMemory) -> None:
+    """12 players' lines after the DM's last two cut both from a 10-line scene: "where did we leave off?" showed the
+    table's chatter without the cliffhanger it answered."""
+    chatter = [
+        (("TRAVIS", "LAURA", "SAM")[n % 3], f"I poke at crate {n} and grumble about the weather.") for n in range(12)
+    ]
+    ids = await said(
+        campaign,
+        "Night 1",
+        [
+            *FILLER[:4],
+            ("DM", "The Slayer's Take guildhall looms over the market square."),
+            ("DM", "A hooded figure slips a note into Grog's hand and vanishes."),
+            *chatter,
+        ],
+    )
+    (hit,) = await recall(campaign, None, "where did we leave off?", limit=3, mode="fulltext")
+    assert hit.matched == ["last scene"] and [line.entry_id for line in hit.answering()] == ids[5:], hit
+
+
 async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
     """ "What did the DM say about the bell?" took "the DM" for a name no one has and showed the players' lines;
     the DM of Night 2 is Marcus (he says the most), a player of Night 1."""
