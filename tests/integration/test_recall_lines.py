@@ -735,11 +735,22 @@ async def test_a_session_named_like_a_title_the_campaign_lacks_is_said_missing(c
         with pytest.raises(NotFoundError, match=f"^no {missing} in this campaign; recent ones: 'Night 1', 'Night 2"):
             await recap_asked(campaign, question)
         assert await recall(campaign, None, question, limit=5, mode="fulltext") == []
-    with pytest.raises(NotFoundError, match=r"^no Night 4 in"):  # "night": what sessions are, whatever their titles
+    with pytest.raises(NotFoundError, match=r"^no Night 4 in"):  # "night": what these sessions are called
         await recap_asked(campaign, "what did the DM say about the key on Night 4?")
     (hit,) = await recall(campaign, None, "the key in Night 2", limit=5, mode="fulltext")  # a title's start names it
     assert hit.session == "Night 2: the Heist"
     assert await recap_asked(campaign, "what is in Room 4?") is None  # no word sessions are called by
+
+
+async def test_a_night_of_the_story_is_searched_where_no_session_is_titled_so(campaign: CampaignMemory) -> None:
+    """ "On night 2 of the siege" was taken for a session in any campaign: with sessions "One", "Ep1" recall said
+    "no night 2 in campaign" instead of finding the bridge."""
+    await said(campaign, "One", [*FILLER[:3], ("DM", "The bridge burns on the second night of the siege.")])
+    ids = await said(campaign, "Ep1", [*FILLER[:3], ("DM", "The trolls hold the bridge."), *FILLER[3:5]])
+    question = "what happened at the bridge on night 2 of the siege?"
+    assert await recap_asked(campaign, question) is None
+    hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+    assert ids[3] in {line.entry_id for h in hits for line in h.answering()}
 
 
 async def played_days_before(
