@@ -343,7 +343,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         said += "".join(f" {s}" for s in phrases_said(before, entity, lines))
         said += "".join(f" {s}" for s in masked_said(await mem.graph.everyday_masked(newly_hidden(before, entity))))
-        said += "".join(f" ⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity)))
+        unhidden = await mem.graph.unhidden_secrets(entity)  # that warning says the names are alike
+        alike = [] if unhidden else await mem.graph.spelled_like(entity, before)
+        said += "".join(f" ⚠️ {s}" for s in unhidden_said(unhidden) + spelled_like_said(alike))
         said += "".join(f" ⚠️ {s}" for s in described_said(await mem.graph.secrets_described((before, entity))))
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)

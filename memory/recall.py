@@ -261,6 +261,16 @@ async def _labelled(mem: CampaignMemory, hits: list[RecallHit], *, dm: bool) -> 
     return hits
 
 
+def _players(entity: str) -> str:
+    """SQL: the players (as written) the ``played_by`` attribute of the entity aliased ``entity`` names, a set of
+    text: one name or a list of names, none of anything else."""
+    played = f"{entity}.attributes -> 'played_by'"
+    return (
+        f"jsonb_array_elements_text(CASE jsonb_typeof({played}) WHEN 'array' THEN {played}"
+        f" WHEN 'string' THEN jsonb_build_array({played}) ELSE '[]' END)"
+    )
+
+
 async def _plays_in(mem: CampaignMemory, session_ids: list[int], *, dm: bool) -> dict[int, dict[str, str]]:
     """The character each speaker (casefolded) plays in each of ``session_ids`` (:func:`memory.models.played_there`):
     of the accepted characters whose ``played_by`` names them, the one that took part (the recap's links). A
@@ -268,11 +278,9 @@ async def _plays_in(mem: CampaignMemory, session_ids: list[int], *, dm: bool) ->
     if not session_ids:
         return {}
     rows = await mem.db.fetch(
-        """
+        f"""
         SELECT e.id, e.name, lower(btrim(p.player)) AS player FROM entities e
-        CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
-            WHEN 'array' THEN e.attributes -> 'played_by'
-            WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+        CROSS JOIN LATERAL {_players("e")} AS p(player)
         WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
         """,
         mem.campaign_id,
@@ -483,7 +491,8 @@ async def _recall(
 #: The narrator's story lines a session's last scene goes back to ("where did we leave off?"): the last two things
 #: the DM told, and what the table said between and after them, where the story stood when play ended ...
 LAST_SCENE_TOLD = 2
-#: ... in at most this many story lines (a long chat between the two).
+#: ... in at most this many story lines (a long chat between the two), though always from the DM's last one: the
+#: cliffhanger, not the table's chatter after it alone.
 LAST_SCENE_LINES = 10
 #: Lines at a session's end judged for table talk (the after-show, thanks, dice) before its last story lines.
 LAST_SCENE_READ = 300
@@ -498,7 +507,8 @@ async def _last_scene(mem: CampaignMemory, session_id: int) -> list[RecallHit]:
     story = [e for e in entries if e.id not in talk]
     narrates = offgame.narrator(entries, session.dm_speaker_id)
     told = [n for n, e in enumerate(story) if narrates(e)][-LAST_SCENE_TOLD:]
-    scene = story[max(told[0] if told else 0, len(story) - LAST_SCENE_LINES) :]
+    start = max(0, len(story) - LAST_SCENE_LINES)
+    scene = story[min(told[-1], max(told[0], start)) if told else start :]
     if not scene:
         return []
     rows = [_line(e, session) for e in entries if scene[0].seq <= e.seq <= scene[-1].seq]
@@ -731,7 +741,7 @@ async def _speakers(
     if not asked:
         return []
     rows = await mem.db.fetch(
-        """
+        f"""
         WITH asked AS (
             SELECT form, n FROM unnest($2::text[]) WITH ORDINALITY AS a(form, n)
         ), characters AS (
@@ -745,9 +755,7 @@ async def _speakers(
             SELECT c.n, e.name, lower(btrim(p.player)) FROM characters c
             JOIN entities e ON e.campaign_id = $1 AND e.id = c.id AND e.status = 'accepted'
              AND ($3 OR e.visibility = 'public')
-            CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
-                WHEN 'array' THEN e.attributes -> 'played_by'
-                WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+            CROSS JOIN LATERAL {_players("e")} AS p(player)
         )
         -- a speaker counts once they have said something: one probe of the speaker index each, for the first
         -- name at or after theirs (with an equality the planner may scan every line for a first match it expects
@@ -793,7 +801,7 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
     if not plays:
         return set()
     rows = await mem.db.fetch(
-        """
+        f"""
         WITH asked AS (SELECT * FROM unnest($2::text[], $3::text[]) AS a(speaker, plays)),
         part AS (  -- who took part in which session: the recap's links
             SELECT r.source_id, r.provenance ->> 'session_id' AS session_id FROM relationships r
@@ -804,9 +812,7 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
         JOIN entities o ON o.campaign_id = $1 AND o.id <> c.id AND o.status = 'accepted'
          AND ($4 OR o.visibility = 'public')
          AND EXISTS (
-            SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(o.attributes -> 'played_by')
-                WHEN 'array' THEN o.attributes -> 'played_by'
-                WHEN 'string' THEN jsonb_build_array(o.attributes -> 'played_by') ELSE '[]' END) AS x(player)
+            SELECT 1 FROM {_players("o")} AS x(player)
             WHERE lower(btrim(x.player)) = a.speaker)
         JOIN part p ON p.source_id = o.id
         WHERE NOT EXISTS (SELECT 1 FROM part q WHERE q.source_id = c.id AND q.session_id = p.session_id)

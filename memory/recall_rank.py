@@ -462,15 +462,14 @@ def _titled(text: str, titles: Iterable[str]) -> re.Match[str] | None:
     return None
 
 
-#: What a session's title may call it before its number besides the campaign's own titles' words ("Night 2").
-_NIGHT = ("night", "evening")
-
-
 def _title_like(text: str, titles: Iterable[str]) -> re.Match[str] | None:
     """Where the question names a session as the campaign's titles do, by a word and a number, that no title is
     ("what happened in Night 3?" of "Night 1", "Night 2"): a session it lacks, told so, not words to search, whose
-    lines of another night answered it. The word: one before a title's number, or "night"."""
-    words = {w.casefold() for t in titles for w in re.findall(r"([^\W\d_]{3,})\s*#?\d", t)}.union(_NIGHT)
+    lines of another night answered it. The word: one before a title's number, only: of sessions titled otherwise,
+    "on night 2 of the siege" is the story's night, searched."""
+    words = {w.casefold() for t in titles for w in re.findall(r"([^\W\d_]{3,})\s*#?\d", t)}
+    if not words:
+        return None
     said = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     return re.search(rf"\b(?:in|from|during|at|on) (?:the )?(?P<said>(?:{said}) #?\d{{1,4}})(?!\w)", text, re.I)
 

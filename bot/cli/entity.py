@@ -352,6 +352,7 @@ async def edit(
         masked_said,
         newly_hidden,
         phrases_said,
+        spelled_like_said,
         unhidden_said,
     )
 
@@ -392,6 +393,7 @@ async def edit(
             not_heard_as=never if not_heard_as else None,
         )
         unhidden = await mem.graph.unhidden_secrets(updated)
+        alike = [] if unhidden else await mem.graph.spelled_like(updated, before)  # that warning says they are alike
         masked = await mem.graph.everyday_masked(newly_hidden(before, updated))
         described = await mem.graph.secrets_described((before, updated))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if any(lines) else 0
@@ -410,7 +412,7 @@ async def edit(
         click.echo(queued_said(pending))
     for said in masked_said(masked):
         click.echo(said)
-    for said in [*unhidden_said(unhidden), *described_said(described)]:
+    for said in [*unhidden_said(unhidden), *spelled_like_said(alike), *described_said(described)]:
         click.echo(f"warning: {said}", err=True)
 
 

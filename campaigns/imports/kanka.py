@@ -163,8 +163,8 @@ class KankaReader:
         gm_posts = html_to_text(_mentions("".join(_post(p) for p in posts if not _for_all(p)), self.titles))
         hidden = "\n\n".join(text for text in (hidden, *gm_posts) if text)
         kind = _kind(module, record)
-        entity_id = record.get("entity_id", entity.get("id"))
-        ids = [f"entity:{entity_id}"] if isinstance(entity_id, int) else []  # unique in the campaign
+        entity_id = _entity_id(record)
+        ids = [f"entity:{entity_id}"] if entity_id is not None else []  # unique in the campaign
         if isinstance(record.get("id"), int):
             # unique in its module (one spelling of it): an export may lack the entity's
             ids.append(f"{module.replace('organization', 'organisation')}:{record['id']}")
@@ -189,12 +189,12 @@ class KankaReader:
             return
         if record.get("tags"):
             self.tagged += 1
-        if isinstance(entity_id, int):
+        if entity_id is not None:
             self.by_entity_id[entity_id] = name
         if isinstance(record.get("id"), int):
             self.by_model_id[(module, record["id"])] = name
         if record.get("is_private") is True:
-            self.private |= {entity_id} if isinstance(entity_id, int) else set()
+            self.private |= {entity_id} if entity_id is not None else set()
             self.private |= {(module, record["id"])} if isinstance(record.get("id"), int) else set()
         self.links.append((where, name, {**record, "_module": module}))
         if any(isinstance(r.get(k), list) for r in (entity, record) for k in ("relations", "relationships")):

@@ -368,13 +368,16 @@ def _apostrophe_dropped(heard: str, form: NameForm, plural: bool, common_zipf: f
     )
 
 
-def _accents_dropped(heard: str, form: NameForm, plural: bool) -> bool:
+def _accents_dropped(heard: str, form: NameForm, plural: bool, common_zipf: float) -> bool:
     """Whether the heard words write the entity's name with other letters than its own, case and word breaks aside:
     "Dun Kaldor" / Dûn Kaldor, "Vel Ashkar" / Vel-Ashkâr, "Aethelric" / Æthelric. The key matched (accents folded)
     says they are its name; the line then writes it as the campaign does, and search, recall and the players' mask
-    read one spelling."""
+    read one spelling. Not ordinary English the line writes in lower case: "he's naive" is no "Naïve", "the cafe"
+    no "Café" ("dun kaldor" is Dûn Kaldor: one word is no English)."""
     letters = _letters(heard)
-    return (letters[:-1] if plural else letters) != _letters(form.surface or form.canonical)
+    return (letters[:-1] if plural else letters) != _letters(form.surface or form.canonical) and (
+        heard[:1].isupper() or any(word_zipf(w) < common_zipf for w in normalize(heard).split())
+    )
 
 
 def _letters(text: str) -> str:
@@ -1174,7 +1177,7 @@ class PhoneticMatcher:
             return _Candidate(i, i + n - 1, form, 1.0, plural, 1.0)
         after = text[tokens[i + n - 1].end : tokens[i + n - 1].end + 2]
         if (
-            _accents_dropped(heard, form, plural)
+            _accents_dropped(heard, form, plural, self.settings.common_zipf)
             and not (after and unicodedata.combining(after[0]))  # NFD "Zoë"
             and not (after[:1] in "-‐‑" and after[1:].isupper())  # a longer name: "Zoe-Ann" is not Zoë's
         ):

@@ -126,12 +126,12 @@ _KILL = re.compile(
 )
 
 
-#: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
 def _with_article(what: str) -> str:
     """ "an elf", "a gnome": what a new name is, as the review reads it."""
     return f"{'an' if what[:1].casefold() in 'aeiou' else 'a'} {what}"
 
 
+#: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
 _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
     rf"(?i:named|called|by the name of|goes by|whose name is)\s+(?P<n>{_NAME})"

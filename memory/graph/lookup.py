@@ -169,11 +169,13 @@ class EntityLookup(GraphBase):
         ``include_secret``)."""
         return [form for _, form, _ in await self._forms(include_secret)]
 
-    async def spelled_like(self, entity: Entity) -> list[tuple[str, str]]:
+    async def spelled_like(self, entity: Entity, before: Entity | None = None) -> list[tuple[str, str]]:
         """(a name of ``entity``, another entity's name or alias) pairs spelled alike (accents, apostrophes, hyphens
         aside: "Zoe Ashgrove" beside "Zoë Ashgrove"): allowed, a name as typed wins, but the DM is told, as typed
-        otherwise either may be meant."""
-        mine = {spelled_alike(n): n for n in (entity.name, *entity.aliases)}
+        otherwise either may be meant. ``before``: the entity before an edit: only the names the edit gave (the DM
+        was told of the others when they were given)."""
+        given = {entity.name, *entity.aliases} - ({before.name, *before.aliases} if before else set())
+        mine = {spelled_alike(n): n for n in given}
         return [
             (mine[alike], form)
             for entity_id, form, _ in await self._forms(include_secret=True)

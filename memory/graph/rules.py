@@ -138,9 +138,9 @@ def alone_words(name: str, type: str | None) -> list[str]:
     tokens = tokenize(name)
     words = [t.norm for t in tokens]
     rest = list(itertools.dropwhile(TITLES.__contains__, words))
-    # a one-word name's parts, of any entity: "K'Varn", "Kal'thar" are searched as "k" "varn", "kal" "thar", so a
-    # player's guess at "Varns" must find nothing
-    alone = set(words) if len(words) == 1 else set()
+    # a one-word name's parts, of any entity: "K'Varn", "Vel-Ashkar" are searched as "k" "varn", "vel" "ashkar", so
+    # a player's guess at "Varns" must find nothing; one word as written, whatever the tokens ("kalthar" is one)
+    alone = set(words) if len(name.split()) == 1 else set()
     if type in PERSON_TYPES and len(words) > 1 and words[0] not in {"a", "an", "the"} and rest:
         alone = {rest[0], rest[-1]} if len(rest) > 1 else {rest[0]}
     # a one-word name without its title (tokenised once more only where a title starts it: a fifth of the build)

@@ -7,6 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from memory.extraction.pipeline import by_role
+from memory.extraction.schema import players
 from memory.gazetteer import of_mentions
 from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
@@ -101,7 +102,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
 
 
 def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
-    """The player characters whose player (``played_by``, one name or several) speaks in the session: a character
+    """The characters whose player (``played_by``, one name or several) speaks in the session: a character
     played at the table takes part in it, named or not. Not a player's who plays several (Grog and Fjord, both
     TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say")."""
     speakers = {e.speaker.casefold() for e in entries}
@@ -109,14 +110,10 @@ def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
 
 
 def _characters(entities: Sequence[Entity]) -> dict[str, list[int]]:
-    """The player characters each player (casefolded, by ``played_by``) plays: who a recap quotes them as."""
+    """The characters each player (casefolded, by ``played_by``) plays: who a recap quotes them as. Any entity whose
+    ``played_by`` names them, as recall labels their lines (``memory.recall._plays_in``): a player's npc too."""
     plays: dict[str, list[int]] = {}
     for e in entities:
-        if e.type == EntityType.player:
-            for player in _listed(e.attributes.get("played_by")):
-                plays.setdefault(str(player).strip().casefold(), []).append(e.id)
+        for player in players(e.attributes):
+            plays.setdefault(player, []).append(e.id)
     return plays
-
-
-def _listed(value: object) -> list[object]:
-    return value if isinstance(value, list) else [] if value is None else [value]

@@ -79,6 +79,12 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     assert lk("entity", "edit", "The Exile", "--description", "banished").stdout.splitlines()[1:] == []
     assert lk("entity", "add", "Holt", "npc").stdout.splitlines()[1:] == []
     assert lk("entity", "edit", "Holt", "--secret").stdout.splitlines()[1:] == [told.replace("the exile", "holt")]
+    # a name an edit gives, spelled like another entity's: told as `entity add` tells it
+    assert lk("entity", "add", "Dûn Kaldor", "location").returncode == 0
+    assert lk("entity", "add", "Tamsin Reed", "location").returncode == 0
+    renamed = lk("entity", "edit", "Tamsin Reed", "--new-name", "Dun Kaldor")
+    assert renamed.returncode == 0 and renamed.stderr.startswith("warning: “Dun Kaldor” is spelled like “Dûn Kaldor”")
+    assert lk("entity", "edit", "Dun Kaldor", "--description", "a keep").stderr == ""  # told once
     assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
     missing = lk("entity", "show", "Korvash")
     assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr

@@ -281,6 +281,45 @@ async def test_confidences_migration_keeps_older_lines_as_without_confidences(
         await pool.close()
 
 
+async def test_sharp_s_migration_indexes_again_the_lines_saying_it(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0033: "Strasse" found no line saying "Straße" (the search folded accents, not ß, as the matcher does): the
+    lines saying it stored before are indexed again, their terms recounted, and those after are so too."""
+    import memory.db as db
+    from memory.models import EntryIn
+    from memory.store import Memory
+
+    spec = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+    every = migration_files()
+    monkeypatch.setattr(db, "migration_files", lambda: [m for m in every if m[0] < 33])
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, spec)
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().create("Old")).id)
+        session = await _old_session(pool, mem.campaign_id)
+        for seq, text in ((1, "We ride down the Straße of Ħal Far."), (2, "The road is long.")):
+            await pool.execute(
+                "INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text)"
+                " VALUES ($1, $2, $3, 'DM', $4, $4)",
+                mem.campaign_id,
+                session.id,
+                seq,
+                text,
+            )
+        monkeypatch.setattr(db, "migration_files", lambda: every)
+        assert await migrate(pool, spec) == [name for v, name, _ in every if v >= 33]
+
+        await mem.log.write(session.id, EntryIn(speaker="DM", text="A STRASSE sign hangs at Hal Far."))
+        old, _, new = await mem.log.session_entries(session.id)
+        assert {e.id for e in await mem.log.search("strasse")} == {old.id, new.id}
+        assert {e.id for e in await mem.log.search("Ħal Far")} == {old.id, new.id}
+        terms = "SELECT term, lines FROM recall_terms WHERE campaign_id = $1 AND lines > 0 AND term ~ '^(stra|hal)'"
+        assert dict(await pool.fetch(terms, mem.campaign_id)) == {"strass": 2, "hal": 2}
+    finally:
+        await pool.close()
+
+
 async def test_events_told_migration_gives_accepted_events_their_lines(
     empty_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

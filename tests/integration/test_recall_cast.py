@@ -175,6 +175,27 @@ async def test_a_speaker_asked_for_by_their_characters_name_is_told_the_player(
     assert "played by" not in str(error.value)
 
 
+async def test_a_players_npc_labels_their_lines_alike_in_recall_and_the_recap(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """An npc a player runs (``played_by`` on an npc): recall quoted "Sam (Kash Vord)", the recap only "Sam", as it
+    read player characters alone. One rule: any character whose ``played_by`` names the speaker."""
+    await campaign.graph.add_entity(EntityIn(name="Kash Vord", type=EntityType.npc, attributes={"played_by": "Sam"}))
+    lines = [
+        ("DM", "Kash the guard captain waits at the bridge of Emon with his spear raised high."),
+        ("Sam", "Kash says the bridge is closed to all travellers until the tide turns tonight."),
+        ("DM", "The river churns beneath the bridge and the lanterns of Emon flicker in the wind."),
+        ("Sam", "Kash lowers his spear and lets the party pass without a word."),
+        ("DM", "You cross the bridge into the old quarter of Emon as the bells ring midnight."),
+        ("Sam", "Kash watches the party vanish into the fog and returns to his post."),
+    ]
+    await played(memory, campaign, "Four", lines)
+    (hit,) = await recall(campaign, None, "Kash lowers his spear", limit=1, mode="fulltext")
+    assert [line.plays for line in hit.answering()] == ["Kash Vord"]
+    recap = (await campaign.log.session(hit.session_id)).summary or ""
+    assert "Sam (Kash Vord): " in recap and "Sam: " not in recap, recap
+
+
 async def test_what_a_character_said_in_a_session_lists_their_lines(memory: Memory, campaign: CampaignMemory) -> None:
     """ "What did Grog say last session?" left no word to search once the speaker and the session were read:
     nothing found, or lines by how near "say" they were. His lines of that session answer it, story first."""

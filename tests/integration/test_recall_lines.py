@@ -258,6 +258,26 @@ async def test_where_did_we_leave_off_is_the_last_sessions_last_scene(campaign: 
         assert [line.entry_id for line in hit.answering()] == ids[8:12], question
 
 
+async def test_the_last_scene_keeps_the_dms_last_line_whatever_the_table_says_after(campaign: CampaignMemory) -> None:
+    """12 players' lines after the DM's last two cut both from a 10-line scene: "where did we leave off?" showed the
+    table's chatter without the cliffhanger it answered."""
+    chatter = [
+        (("TRAVIS", "LAURA", "SAM")[n % 3], f"I poke at crate {n} and grumble about the weather.") for n in range(12)
+    ]
+    ids = await said(
+        campaign,
+        "Night 1",
+        [
+            *FILLER[:4],
+            ("DM", "The Slayer's Take guildhall looms over the market square."),
+            ("DM", "A hooded figure slips a note into Grog's hand and vanishes."),
+            *chatter,
+        ],
+    )
+    (hit,) = await recall(campaign, None, "where did we leave off?", limit=3, mode="fulltext")
+    assert hit.matched == ["last scene"] and [line.entry_id for line in hit.answering()] == ids[5:], hit
+
+
 async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
     """ "What did the DM say about the bell?" took "the DM" for a name no one has and showed the players' lines;
     the DM of Night 2 is Marcus (he says the most), a player of Night 1."""
@@ -715,11 +735,22 @@ async def test_a_session_named_like_a_title_the_campaign_lacks_is_said_missing(c
         with pytest.raises(NotFoundError, match=f"^no {missing} in this campaign; recent ones: 'Night 1', 'Night 2"):
             await recap_asked(campaign, question)
         assert await recall(campaign, None, question, limit=5, mode="fulltext") == []
-    with pytest.raises(NotFoundError, match=r"^no Night 4 in"):  # "night": what sessions are, whatever their titles
+    with pytest.raises(NotFoundError, match=r"^no Night 4 in"):  # "night": what these sessions are called
         await recap_asked(campaign, "what did the DM say about the key on Night 4?")
     (hit,) = await recall(campaign, None, "the key in Night 2", limit=5, mode="fulltext")  # a title's start names it
     assert hit.session == "Night 2: the Heist"
     assert await recap_asked(campaign, "what is in Room 4?") is None  # no word sessions are called by
+
+
+async def test_a_night_of_the_story_is_searched_where_no_session_is_titled_so(campaign: CampaignMemory) -> None:
+    """ "On night 2 of the siege" was taken for a session in any campaign: with sessions "One", "Ep1" recall said
+    "no night 2 in campaign" instead of finding the bridge."""
+    await said(campaign, "One", [*FILLER[:3], ("DM", "The bridge burns on the second night of the siege.")])
+    ids = await said(campaign, "Ep1", [*FILLER[:3], ("DM", "The trolls hold the bridge."), *FILLER[3:5]])
+    question = "what happened at the bridge on night 2 of the siege?"
+    assert await recap_asked(campaign, question) is None
+    hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+    assert ids[3] in {line.entry_id for h in hits for line in h.answering()}
 
 
 async def played_days_before(

@@ -378,6 +378,17 @@ async def test_a_name_spelled_like_another_entitys_is_added_and_the_dm_told(camp
     assert await g.spelled_like(other) == []
 
 
+async def test_a_name_an_edit_gives_spelled_like_another_entitys_is_told(campaign: CampaignMemory) -> None:
+    # renaming an entity "Zoe Ashgrove" beside "Zoë Ashgrove" was silent: `entity add` warned of it, `entity edit` not
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Zoë Ashgrove", type=EntityType.npc, aliases=["Zoë"]))
+    before = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    renamed = await g.update_entity("Mira", new_name="Zoe Ashgrove")
+    assert await g.spelled_like(renamed, before) == [("Zoe Ashgrove", "Zoë Ashgrove")]  # not "Mira", its old name
+    described = await g.update_entity("Zoe Ashgrove", description="A herbalist.")
+    assert await g.spelled_like(described, renamed) == []  # told once, when the name was given
+
+
 async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(
     campaign: CampaignMemory,
 ) -> None:

@@ -495,6 +495,15 @@ def test_a_name_written_without_its_accents_is_respelled_as_the_campaign_writes_
     assert pipeline.correct_fast("A gnome named Zoe-Ann greets you.").corrections == []  # a name of her own
 
 
+def test_ordinary_english_in_lower_case_is_not_respelled_as_an_accented_name() -> None:
+    # "naive" is no Naïve, "the cafe" no Café: the line writes the word, not the name, as it does "Noel"
+    names = ["Naïve", "Café", "Noël", "Creéd"]
+    pipeline = Pipeline([EntityName(id=n, name=name) for n, name in enumerate(names, 1)])
+    for line in ("He says he's naive about it.", "We sail past the cafe.", "Merry noel to all!", "The creed holds."):
+        assert pipeline.correct_fast(line).corrections == [], line
+    assert pipeline.correct_fast("We meet Noel at the inn.").text == "We meet Noël at the inn."
+
+
 def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> None:
     # eSpeak NG reads "lorne" L OW R N; CMUdict, like the recogniser's "lorn", L AO R N
     pipeline = Pipeline([EntityName(id=1, name="lorne")])

@@ -366,3 +366,9 @@ def test_the_parts_of_a_secret_one_word_name_are_hidden_whatever_it_names() -> N
     one-word name as a person's; a place of several words stays hidden whole only."""
     masked = names_to_mask([("Kal'thar", True, "location"), ("Tithe Barrow", True, "location")], lambda w: 0.0)
     assert set(masked) == {"Kal'thar", "Tithe Barrow", "kal", "thar"}
+
+
+def test_the_parts_of_a_hyphenated_secret_one_word_name_are_hidden_too() -> None:
+    """The search reads "Vel-Ashkar" as "vel" and "ashkar", as it does "Kal'thar": a player's "Ashkar" finds nothing."""
+    masked = names_to_mask([("Vel-Ashkar", True, "location")], lambda w: 0.0)
+    assert set(masked) == {"Vel-Ashkar", "vel", "ashkar"}
