@@ -218,3 +218,36 @@ async def test_a_public_fact_about_a_secret_entity_is_one_players_cannot_see(cam
     await g.link("Eldrinax", "status", value="sleeping")  # said again, in public
     players_now, players_past, _, _ = await _players_and_dms(g, "Eldrinax")
     assert players_now == ["Eldrinax —status→ sleeping"] and players_past == ["Eldrinax —status→ sleeping"]
+
+
+async def busy_grog(g: KnowledgeGraph) -> None:
+    """Grog knows 60 NPCs, then his mood changed 8 times: 61 facts hold, 7 ended."""
+    await g.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    for n in range(1, 61):
+        await g.add_entity(EntityIn(name=f"Friend {n}", type=EntityType.npc))
+        await g.link("Grog", "knows", f"Friend {n}")
+    for n in range(1, 9):  # the last holds, the seven before it ended
+        await g.link("Grog", "status", value=f"mood {n}")
+
+
+async def test_a_busy_characters_mcp_facts_and_card_are_bounded(campaign: CampaignMemory, memory: Memory) -> None:
+    """The MCP facts and card list the newest facts up to a limit, those that hold first, and say how many more
+    and how to ask for them; history only when asked."""
+    from memory.mcp_tools import CampaignTools
+
+    await busy_grog(campaign.graph)
+    for dm in (True, False):  # the players' view is bounded alike
+        tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=dm)
+        facts = await tools.entity_facts("Grog")
+        assert len(facts.current) == 50 and facts.history == []
+        assert facts.current[0].text == "Grog —status→ mood 8" and facts.current[1].text == "Grog —knows→ Friend 60"
+        assert facts.more == "11 more facts not listed: ask again with a larger limit (at most 500)"
+        everything = await tools.entity_facts("Grog", history=True, limit=500)
+        assert (len(everything.current), len(everything.history), everything.more) == (61, 7, None)
+        assert everything.history[0].text == "Grog —status→ mood 7"  # the last to end first
+        some = await tools.entity_facts("Grog", history=True, limit=63)
+        assert (len(some.current), len(some.history)) == (61, 2)
+        assert some.more is not None and some.more.startswith("5 more facts")
+        card = await tools.entity_card("Grog")
+        assert (len(card.facts), card.more_facts) == (50, 11) and "Grog —status→ mood 8" in card.facts
+
