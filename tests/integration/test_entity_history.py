@@ -251,3 +251,31 @@ async def test_a_busy_characters_mcp_facts_and_card_are_bounded(campaign: Campai
         card = await tools.entity_card("Grog")
         assert (len(card.facts), card.more_facts) == (50, 11) and "Grog —status→ mood 8" in card.facts
 
+
+async def test_a_busy_characters_page_lists_the_newest_facts_and_counts_the_rest(lk: Callable, fresh_dsn: str) -> None:
+    """`entity show`: the newest facts up to --limit, then "… and N more: --all, or --limit"; --history alike."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        await busy_grog(memory.campaign((await memory.campaigns().get("C")).id).graph)
+    finally:
+        await pool.close()
+
+    page = lk("entity", "show", "Grog").stdout.splitlines()
+    assert len([line for line in page if line.startswith("  - ")]) == 50
+    assert "  … and 11 more facts: --all, or --limit" in page
+    newest = lk("entity", "show", "Grog", "--limit", "3", "--history").stdout.splitlines()
+    at = newest.index("  history, newest first:")
+    assert sorted(line.split(" (")[0] for line in newest[1 : at - 1]) == sorted(
+        ["  - Grog knows Friend 60", "  - Grog knows Friend 59", "  - Grog is mood 8"]
+    )
+    assert newest[at - 1] == "  … and 58 more facts: --all, or --limit"
+    assert [line.split(" (")[0] for line in newest[at + 1 : at + 4]] == [
+        "  - Grog is mood 7",
+        "  - Grog is mood 6",
+        "  - Grog is mood 5",
+    ]
+    assert newest[at + 4] == "  … and 4 more past facts: --all, or --limit"
+    whole = lk("entity", "show", "Grog", "--all", "--history").stdout
+    assert len([line for line in whole.splitlines() if line.startswith("  - ")]) == 61 + 7 and " more " not in whole
