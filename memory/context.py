@@ -388,6 +388,7 @@ def identity(
     newest, more = newest_facts(others, limit)
     kept = {r.id for r in newest}
     others = [r for r in others if r.id in kept]
+    ends = {end for r in others for end in (r.source_id, r.target_id)}  # those the listed facts reach, no more
     # the sessions it took part in are one line (``took_part``), not connected entities too
     recaps = {r.target_id for r in snap.relationships if session_link(r, e.id)}
     mark = " [DM only]"
@@ -403,7 +404,9 @@ def identity(
         more_facts=more,
         took_part=sessions,
         connected=[
-            _scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted and c.id not in recaps
+            _scene_entity(c, mask)
+            for c in snap.connected
+            if c.status == ReviewStatus.accepted and c.id not in recaps and c.id in ends
         ],
         last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )

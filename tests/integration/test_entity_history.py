@@ -250,6 +250,7 @@ async def test_a_busy_characters_mcp_facts_and_card_are_bounded(campaign: Campai
         assert some.more is not None and some.more.startswith("5 more facts")
         card = await tools.entity_card("Grog")
         assert (len(card.facts), card.more_facts) == (50, 11) and "Grog —status→ mood 8" in card.facts
+        assert len(card.connected) == 49  # those its listed facts reach: one is a state
 
 
 async def test_a_busy_characters_page_lists_the_newest_facts_and_counts_the_rest(lk: Callable, fresh_dsn: str) -> None:
