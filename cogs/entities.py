@@ -35,6 +35,7 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
+    newest_facts,
     who_took_part_line,
 )
 from memory.replies import (
@@ -270,7 +271,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         others, took_part = snap.who_took_part(others)
         # asked for history, the current facts say where they were heard too
         said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
-        lines = [r.in_words() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in others]
+        # a character of a two-year campaign holds thousands of facts: the newest first, as many as the field holds,
+        # then how many more (the field's "… and N more")
+        newest, _ = newest_facts(others, None)
+        lines = [r.in_words() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in newest]
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field

@@ -23,6 +23,7 @@ from memory.graph import SecretMask
 from memory.graph.rules import CLOSE_NAME, name_closeness
 from memory.mentions import in_game
 from memory.models import (
+    FACTS_SHOWN,
     TIMED_REFS,
     Entity,
     EntityType,
@@ -30,6 +31,7 @@ from memory.models import (
     Neighbourhood,
     ReviewStatus,
     Visibility,
+    newest_facts,
     session_link,
 )
 from memory.store import CampaignMemory
@@ -208,7 +210,8 @@ class IdentitySnapshot(BaseModel):
     aliases: list[str]
     attributes: dict[str, object] = Field(default_factory=dict)
     secret: bool
-    facts: list[str]  # current relationships and attribute facts, "Ember Key —owned_by→ Pip"
+    facts: list[str]  # current relationships and attribute facts, "Ember Key —owned_by→ Pip"; the newest ones
+    more_facts: int = 0  # those left out of ``facts``: entity_facts lists them
     took_part: str = ""  # "took part in 12 sessions: …"
     connected: list[SceneEntity]
     last_mentioned: str | None = None  # "Night 2 at 14:03, Kael: “…”"
@@ -269,6 +272,7 @@ class HotContext(BaseModel):
         if e.description and fit(description := clip(" ".join(e.description.split()), max(room // 4, 80))):
             identity.append(description)
         facts = [f"- {f}" for f in e.facts] + ([f"- {e.took_part}"] if e.took_part else [])
+        facts += [f"- … and {e.more_facts:,} more facts"] if e.more_facts else []
         facts += [f"- last mentioned: {e.last_mentioned}"] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
@@ -373,11 +377,18 @@ def _scene_entity(e: Entity, mask: Callable[[str], str]) -> SceneEntity:
     )
 
 
-def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], str], *, dm: bool) -> IdentitySnapshot:
+def identity(
+    snap: Neighbourhood, last: Mention | None, mask: Callable[[str], str], *, dm: bool, limit: int = FACTS_SHOWN
+) -> IdentitySnapshot:
     """The snapshot as text its reader may see: secret facts are absent for players already (the graph's query),
-    and a secret name in what the table or the DM wrote is masked."""
+    and a secret name in what the table or the DM wrote is masked. Of the current facts, the ``limit`` newest, in
+    the card's order (a busy character's thousands made a 180 KB card); ``more_facts`` counts the rest."""
     e = snap.entity
     others, sessions = snap.facts_and_sessions(3, mask)
+    newest, more = newest_facts(others, limit)
+    kept = {r.id for r in newest}
+    others = [r for r in others if r.id in kept]
+    ends = {end for r in others for end in (r.source_id, r.target_id)}  # those the listed facts reach, no more
     # the sessions it took part in are one line (``took_part``), not connected entities too
     recaps = {r.target_id for r in snap.relationships if session_link(r, e.id)}
     mark = " [DM only]"
@@ -390,9 +401,12 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         attributes={k: mask(attribute_text(v)) for k, v in snap.attributes().items() if not bookkeeping(k)},
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
+        more_facts=more,
         took_part=sessions,
         connected=[
-            _scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted and c.id not in recaps
+            _scene_entity(c, mask)
+            for c in snap.connected
+            if c.status == ReviewStatus.accepted and c.id not in recaps and c.id in ends
         ],
         last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )

@@ -50,6 +50,7 @@ from memory.extraction.evidence import ATTRIBUTES
 from memory.graph.rules import CLOSE_NAME, FactKey, contradicts, name_closeness, state_type
 from memory.mentions import latest
 from memory.models import (
+    FACTS_SHOWN,
     MAX_RELATIONSHIP_TYPE_CHARS,
     Campaign,
     Entity,
@@ -65,6 +66,7 @@ from memory.models import (
     Session,
     Source,
     Visibility,
+    newest_facts,
 )
 from memory.providers.embeddings import Embedder
 from memory.recap import PREVIOUSLY, recap_for_players, voiced_by
@@ -77,6 +79,8 @@ R = TypeVar("R")
 #: What a proposal's provenance says made it: the DM sees it in the review queue, with nothing accepted.
 PROPOSED_BY = "mcp"
 MAX_RESULTS = 50
+#: Facts entity_facts and entity_card list at most in one answer (a busy character's whole record was 0.9 MB).
+MAX_FACTS = 500
 
 
 class Passage(BaseModel):
@@ -142,6 +146,8 @@ class Facts(BaseModel):
     entity: str
     current: list[Fact]
     history: list[PastFactOut]
+    # how many facts the limit left out and how to ask for them; None when none was
+    more: str | None = None
 
 
 class MentionOut(BaseModel):
@@ -314,18 +320,22 @@ class CampaignTools:
             ]
         )
 
-    async def entity_card(self, name: str) -> IdentitySnapshot:
+    async def entity_card(self, name: str, limit: int = FACTS_SHOWN) -> IdentitySnapshot:
         mask = await reader_mask(self.mem, self.dm)
         snap, last = await visible_identity(self.mem, name, dm=self.dm, mask=mask)
-        return identity(snap, last, mask, dm=self.dm)
+        return identity(snap, last, mask, dm=self.dm, limit=limit)
 
-    async def entity_facts(self, name: str, history: bool = True) -> Facts:
+    async def entity_facts(self, name: str, history: bool = False, limit: int = FACTS_SHOWN) -> Facts:
         mask = await reader_mask(self.mem, self.dm)
         entity = (await visible_snapshot(self.mem, name, dm=self.dm, mask=mask)).entity
-        current = await self.mem.graph.relationships_of(entity.id, include_secret=self.dm)
-        past = await self.mem.graph.history(entity.id, include_secret=self.dm) if history else []
+        held = await self.mem.graph.relationships_of(entity.id, include_secret=self.dm)
+        ended = await self.mem.graph.history(entity.id, include_secret=self.dm) if history else []
+        # a busy character holds thousands: those that hold first, then the newest (see newest_facts)
+        shown, more = newest_facts([*held, *ended], limit)
+        current = [r for r in shown if r.valid_to is None]
+        past = [r for r in shown if isinstance(r, PastFact)]
         titles = {s.id: s.title for s in await self.mem.log.sessions()}
-        lines = {r.id: said for r in current if (said := await self.mem.review.said(r.provenance.entry_ids))}
+        lines = await self.mem.review.said_each({r.id: r.provenance.entry_ids for r in current})
         return Facts(
             entity=mask(entity.name),
             current=[
@@ -353,6 +363,8 @@ class CampaignTools:
                 )
                 for p in past
             ],
+            more=f"{more:,} more facts not listed: ask again with a larger limit (at most {MAX_FACTS:,})" * bool(more)
+            or None,
         )
 
     async def entity_mentions(self, name: str, limit: int = 10) -> Mentions:
@@ -666,6 +678,7 @@ def _unmarked(data: Any) -> Any:
 
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity's name or one of its aliases.")]
+FactLimit = Annotated[int, Field(ge=1, le=MAX_FACTS, description="Facts to return at most, the newest first.")]
 SessionTitle = Annotated[
     str | None,
     Field(
@@ -738,20 +751,23 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
 
     @server.tool(annotations=READ)
     @_answering
-    async def entity_card(name: Name) -> IdentitySnapshot:
-        """An entity's card: description, aliases, current facts and relationships, the entities it is connected
-        to, the sessions it took part in and where it was last mentioned."""
-        return await tools.entity_card(name)
+    async def entity_card(name: Name, limit: FactLimit = FACTS_SHOWN) -> IdentitySnapshot:
+        """An entity's card: description, aliases, current facts and relationships (the newest, up to the limit;
+        `more_facts` counts the rest), the entities it is connected to, the sessions it took part in and where it
+        was last mentioned."""
+        return await tools.entity_card(name, limit)
 
     @server.tool(annotations=READ)
     @_answering
     async def entity_facts(
         name: Name,
-        history: Annotated[bool, Field(description="Also the facts that no longer hold, newest first.")] = True,
+        history: Annotated[bool, Field(description="Also the facts that no longer hold, newest first.")] = False,
+        limit: FactLimit = FACTS_SHOWN,
     ) -> Facts:
-        """An entity's current facts (relationships and states, each with when it began to hold) and their history:
-        facts a later one replaced, with when they held and where they were heard."""
-        return await tools.entity_facts(name, history)
+        """An entity's current facts (relationships and states, each with when it began to hold, the newest first)
+        and with `history` the facts a later one replaced, with when they held and where they were heard. Up to
+        the limit, those that hold before those that ended; `more` says how many were left out."""
+        return await tools.entity_facts(name, history, limit)
 
     @server.tool(annotations=READ)
     @_answering

@@ -76,7 +76,8 @@ def said_ids(entity_id: str) -> str:
     names and aliases, or a correction naming it): lines past the chunk job's progress in their session (new or
     revised ones), and the lines of a session not yet recapped, which may name an entity or alias added after the
     job read them (the recap job indexes them for it). So the tail of a live session costs a scan of that session,
-    and a recapped one only its index rows."""
+    and a recapped one only its index rows. The query is built once (a subquery): as an expression of the names it
+    was built again for each line the full-text index matched, 40 µs each, 120 ms for a busy character."""
     terms = f"""(SELECT string_agg('"' || n || '"', ' OR ') FROM (
             SELECT name AS n FROM entities WHERE campaign_id = $1 AND id = {entity_id}
             UNION ALL SELECT alias FROM entity_aliases WHERE campaign_id = $1 AND entity_id = {entity_id}
@@ -89,7 +90,7 @@ def said_ids(entity_id: str) -> str:
         JOIN session_entries se ON se.campaign_id = $1 AND se.session_id = s.id
             AND se.seq > CASE WHEN s.summary IS NULL THEN 0 ELSE coalesce(p.last_seq, 0) END
         WHERE s.campaign_id = $1
-          AND (se.tsv @@ websearch_to_tsquery('english', searchable({terms}))
+          AND (se.tsv @@ (SELECT websearch_to_tsquery('english', searchable({terms})))
                OR (se.corrections <> '[]'::jsonb
                    AND se.corrections @> jsonb_build_array(jsonb_build_object('entity_id', {entity_id}))))
     )"""

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -185,7 +185,27 @@ class ReviewQueue:
         Also for the card of what an item became."""
         if not entry_ids:
             return None
-        rows = await self.graph.db.fetch(
+        rows = await self._said_rows(entry_ids)
+        if not rows:
+            return None
+        best = [r for r in rows if r["by_dm"] == rows[0]["by_dm"]]
+        n, told = await self._telling(about, [r["text"] for r in best]) if about else (0, None)
+        return Mention(**{k: v for k, v in best[n].items() if k != "by_dm"}, told=told)
+
+    async def said_each(self, entry_ids: Mapping[int, Sequence[int]]) -> dict[int, Mention]:
+        """:meth:`said` (with no ``about``) of each of several items, by key, in one query: a busy character's
+        facts read one query each were 2,000 round trips. An item none of whose lines is kept is left out."""
+        rows = await self._said_rows(sorted({i for ids in entry_ids.values() for i in ids}))
+        rank = {r["entry_id"]: n for n, r in enumerate(rows)}  # the rows come best first
+        said: dict[int, Mention] = {}
+        for key, ids in entry_ids.items():
+            if kept := [rank[i] for i in ids if i in rank]:  # an item's best line: the first of its own
+                said[key] = Mention(**{k: v for k, v in rows[min(kept)].items() if k != "by_dm"})
+        return said
+
+    async def _said_rows(self, entry_ids: Sequence[int]) -> list[asyncpg.Record]:
+        """The lines ``entry_ids``, the DM's first, then in the order they were said."""
+        return await self.graph.db.fetch(
             """
             SELECT se.id AS entry_id, se.session_id, s.title, s.started_at, se.speaker, se.start_s, se.text, se.ref,
                    (se.speaker_id = s.dm_speaker_id
@@ -195,14 +215,9 @@ class ReviewQueue:
             ORDER BY by_dm DESC, s.started_at, se.session_id, se.seq
             """,
             self.graph.campaign_id,
-            entry_ids,
+            list(entry_ids),
             sorted(DM_NAMES),  # the labels transcripts give the DM, "Keeper" and "Narrator" too
         )
-        if not rows:
-            return None
-        best = [r for r in rows if r["by_dm"] == rows[0]["by_dm"]]
-        n, told = await self._telling(about, [r["text"] for r in best]) if about else (0, None)
-        return Mention(**{k: v for k, v in best[n].items() if k != "by_dm"}, told=told)
 
     async def _telling(self, about: Sequence[int], lines: list[str]) -> tuple[int, str | None]:
         """Which of ``lines`` tells the turning point of the events among ``about`` (0 when none is an event), and

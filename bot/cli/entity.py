@@ -22,12 +22,14 @@ from bot.cli.common import (
 from memory.errors import InvalidInputError
 from memory.jobs.queue import pending_jobs
 from memory.models import (
+    FACTS_SHOWN,
     EntityIn,
     EntityType,
     Provenance,
     ReviewStatus,
     Source,
     Visibility,
+    newest_facts,
     suggest_entity_type,
     who_took_part_line,
 )
@@ -201,15 +203,32 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
 @entity.command("show")
 @click.argument("name")
 @click.option("--history", is_flag=True, help="Also the facts that no longer hold, newest first.")
+@click.option(
+    "--limit",
+    "-n",
+    default=FACTS_SHOWN,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Current facts to list (the newest), and as many past ones with --history.",
+)
+@click.option("--all", "all_", is_flag=True, help="List every fact, however many.")
 @player_option
 @campaign_option
 @json_option
 @click.pass_context
 @async_command
 async def show(
-    ctx: click.Context, name: str, history: bool, as_player: bool, campaign: str | None, as_json: bool
+    ctx: click.Context,
+    name: str,
+    history: bool,
+    limit: int,
+    all_: bool,
+    as_player: bool,
+    campaign: str | None,
+    as_json: bool,
 ) -> None:
-    """An entity with its attributes, relationships and where it was last mentioned."""
+    """An entity with its attributes, relationships and where it was last mentioned. A busy character's facts: the
+    newest up to --limit, then how many more."""
     from memory.context import reader_mask, visible_identity
 
     player_text_only(as_player, as_json)
@@ -241,9 +260,15 @@ async def show(
         click.echo(f"  {key}: {mask(attribute_text(value))}")
     others, sessions = snap.facts_and_sessions(clip=mask)  # as on /entity show
     others, took_part = snap.who_took_part(others)
-    for r in others:
-        secret = " (secret)" * snap.hidden_from_players(r)
-        click.echo(f"  - {mask(r.in_words())}{secret}{mask(sources.get(r.id, ''))}")
+    room = None if all_ else limit  # a character of a two-year campaign holds thousands of facts
+    newest, more = newest_facts(others, room)
+    kept = {r.id for r in newest}
+    for r in others:  # the newest, in the card's order
+        if r.id in kept:
+            secret = " (secret)" * snap.hidden_from_players(r)
+            click.echo(f"  - {mask(r.in_words())}{secret}{mask(sources.get(r.id, ''))}")
+    if more:
+        click.echo(f"  … and {counted(more, 'more fact')}: --all, or --limit")
     if took_part:
         names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
         click.echo(f"  - {mask(who_took_part_line(names))}")
@@ -251,8 +276,10 @@ async def show(
         click.echo(f"  {sessions}")
     if history:
         click.echo("  history, newest first:" if past else "  history: no fact about it has changed yet")
-        for p in past:
+        for p in past[:room]:  # the last to end first
             click.echo(f"  - {mask(p.describe_past(' (secret)'))}")
+        if ended := len(past) - len(past[:room]):
+            click.echo(f"  … and {counted(ended, 'more past fact')}: --all, or --limit")
     if last:
         said = excerpt(mask(last.text), [e.name, *e.aliases], 100)  # masked before cut, as on the card
         click.echo(f"  last mentioned in {mask(last.where())} by {mask(last.speaker)}: {said}")

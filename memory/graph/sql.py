@@ -114,28 +114,56 @@ SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.target
       AND t.visibility = 'public' AND t.status = 'accepted')))"""
 
 
-#: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
-#: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
-#: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
-#: says it again (the single-valued types: constants, not input). ``{touching}``: a condition on ``r`` that each
-#: branch applies before its joins (see :func:`readable_facts`).
-PLAYERS_FACTS = f"""(
+def _players_facts() -> str:
+    """``PLAYERS_FACTS``: built once, from the one rule of what closes what (:func:`weighs_against`)."""
+    source, type, target, single = one_way_of("r")
+    weighs = weighs_against("c", "r.ow_source", "r.ow_type", "r.ow_target", "r.ow_single")
+    return f"""(
+    WITH closed AS MATERIALIZED (  -- closed by a fact players do not see, each as the rule weighs it
+        SELECT r.*, {source} AS ow_source, {type} AS ow_type, {target} AS ow_target, {single} AS ow_single
+        FROM relationships r JOIN relationships h ON h.campaign_id = $1 AND h.id = r.superseded_by
+        WHERE r.campaign_id = $1 AND {{touching}} AND NOT {SEEN.format(f="h")}
+    ),
+    -- the facts that may close them, read once (a subquery per closed fact read a busy character's thousands of
+    -- facts again each time), keyed by the end and types the rule compares: one hash join, not a loop
+    said AS MATERIALIZED (
+        SELECT c.id, c.source_id, c.target_id, c.type, c.value, c.valid_from FROM relationships c
+        WHERE c.campaign_id = $1 AND (c.source_id IN (SELECT ow_source FROM closed)
+                                      OR c.target_id IN (SELECT ow_source FROM closed)) AND {SEEN.format(f="c")}
+    ),
+    keyed AS MATERIALIZED (
+        SELECT said.*, said.source_id AS ow_end, false AS turned FROM said
+        UNION ALL
+        SELECT said.*, said.target_id, true FROM said WHERE said.target_id IS NOT NULL
+    ),
+    wanted AS MATERIALIZED (  -- each closed fact with the types the rule compares it to, from either end
+        SELECT r.id, r.valid_from, r.ow_source, r.ow_type, r.ow_target, r.ow_single, k.t, k.turned
+        FROM closed r, LATERAL (
+            SELECT r.ow_type, false UNION SELECT unnest({_stated_as("r.ow_type", False)}), false
+            UNION SELECT unnest({_stated_as("r.ow_type", True)}), true
+        ) k(t, turned)
+    ),
+    seen AS MATERIALIZED (
+        SELECT DISTINCT ON (r.id) r.id AS closed_id, c.id, c.valid_from
+        FROM wanted r JOIN keyed c ON c.ow_end = r.ow_source AND c.turned = r.turned AND c.type = r.t
+        WHERE c.id <> r.id AND {weighs} AND (c.valid_from, c.id) > (r.valid_from, r.id)
+        ORDER BY r.id, c.valid_from, c.id
+    )
     SELECT {FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
     WHERE r.campaign_id = $1 AND {{touching}} AND NOT EXISTS (
         SELECT 1 FROM relationships h WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND NOT {SEEN.format(f="h")}
     )
     UNION ALL
-    SELECT {FACT_COLUMNS}, seen.valid_from, seen.id, r.created_at FROM relationships r
-    JOIN relationships h ON h.campaign_id = $1 AND h.id = r.superseded_by
-    LEFT JOIN LATERAL (
-        SELECT c.id, c.valid_from FROM relationships c
-        WHERE c.campaign_id = $1 AND c.id <> r.id AND {SEEN.format(f="c")}
-          AND {weighs_against("c", *one_way_of("r"))}
-          AND (c.valid_from, c.id) > (r.valid_from, r.id)
-        ORDER BY c.valid_from, c.id LIMIT 1
-    ) seen ON true
-    WHERE r.campaign_id = $1 AND {{touching}} AND NOT {SEEN.format(f="h")}
+    SELECT {FACT_COLUMNS}, seen.valid_from, seen.id, r.created_at FROM closed r LEFT JOIN seen ON seen.closed_id = r.id
 )"""
+
+
+#: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
+#: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
+#: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
+#: says it again (the single-valued types: constants, not input). ``{touching}``: a condition on ``r`` that each
+#: branch applies before its joins (see :func:`readable_facts`).
+PLAYERS_FACTS = _players_facts()
 
 
 def readable_facts(include_secret: bool, touching: str = "true") -> str:

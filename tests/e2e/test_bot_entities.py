@@ -1065,3 +1065,23 @@ async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(
     # a rename to a public name spelled like the secret Queen Mab, accents and case aside
     renamed = await fake_discord.invoke("entity edit", {"name": "Kestrel", "new_name": "queen mäb"}, user_id=dm)
     assert "⚠️ The secret name “Queen Mab” is spelled like “queen mäb”" in renamed.texts()[0], renamed.texts()
+
+
+async def test_show_a_busy_character_lists_its_newest_facts_first(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """61 facts and 7 past ones: the card's field holds the newest (those that ended, the last to end), and says
+    how many of all the others it left out."""
+    await world.graph.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    for n in range(1, 61):
+        await world.graph.add_entity(EntityIn(name=f"Friend {n}", type=EntityType.npc))
+        await world.graph.link("Grog", "knows", f"Friend {n}")
+    for n in range(1, 9):
+        await world.graph.link("Grog", "status", value=f"mood {n}")
+    shown = await fake_discord.invoke("entity show", {"name": "Grog", "history": True}, user_id=dm)
+    (embed,) = shown.original["embeds"]
+    fields = {f["name"]: f["value"].split("\n") for f in embed["fields"]}
+    facts, past = fields["Relationships"], fields["History, newest first"]
+    assert facts[0].startswith("Grog is mood 8") and facts[1].startswith("Grog knows Friend 60")
+    assert facts[-1] == f"… and {61 - (len(facts) - 1)} more"
+    assert past[0].startswith("Grog is mood 7") and len(past) == 7

@@ -218,3 +218,65 @@ async def test_a_public_fact_about_a_secret_entity_is_one_players_cannot_see(cam
     await g.link("Eldrinax", "status", value="sleeping")  # said again, in public
     players_now, players_past, _, _ = await _players_and_dms(g, "Eldrinax")
     assert players_now == ["Eldrinax —status→ sleeping"] and players_past == ["Eldrinax —status→ sleeping"]
+
+
+async def busy_grog(g: KnowledgeGraph) -> None:
+    """Grog knows 60 NPCs, then his mood changed 8 times: 61 facts hold, 7 ended."""
+    await g.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    for n in range(1, 61):
+        await g.add_entity(EntityIn(name=f"Friend {n}", type=EntityType.npc))
+        await g.link("Grog", "knows", f"Friend {n}")
+    for n in range(1, 9):  # the last holds, the seven before it ended
+        await g.link("Grog", "status", value=f"mood {n}")
+
+
+async def test_a_busy_characters_mcp_facts_and_card_are_bounded(campaign: CampaignMemory, memory: Memory) -> None:
+    """The MCP facts and card list the newest facts up to a limit, those that hold first, and say how many more
+    and how to ask for them; history only when asked."""
+    from memory.mcp_tools import CampaignTools
+
+    await busy_grog(campaign.graph)
+    for dm in (True, False):  # the players' view is bounded alike
+        tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=dm)
+        facts = await tools.entity_facts("Grog")
+        assert len(facts.current) == 50 and facts.history == []
+        assert facts.current[0].text == "Grog —status→ mood 8" and facts.current[1].text == "Grog —knows→ Friend 60"
+        assert facts.more == "11 more facts not listed: ask again with a larger limit (at most 500)"
+        everything = await tools.entity_facts("Grog", history=True, limit=500)
+        assert (len(everything.current), len(everything.history), everything.more) == (61, 7, None)
+        assert everything.history[0].text == "Grog —status→ mood 7"  # the last to end first
+        some = await tools.entity_facts("Grog", history=True, limit=63)
+        assert (len(some.current), len(some.history)) == (61, 2)
+        assert some.more is not None and some.more.startswith("5 more facts")
+        card = await tools.entity_card("Grog")
+        assert (len(card.facts), card.more_facts) == (50, 11) and "Grog —status→ mood 8" in card.facts
+        assert len(card.connected) == 49  # those its listed facts reach: one is a state
+
+
+async def test_a_busy_characters_page_lists_the_newest_facts_and_counts_the_rest(lk: Callable, fresh_dsn: str) -> None:
+    """`entity show`: the newest facts up to --limit, then "… and N more: --all, or --limit"; --history alike."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        await busy_grog(memory.campaign((await memory.campaigns().get("C")).id).graph)
+    finally:
+        await pool.close()
+
+    page = lk("entity", "show", "Grog").stdout.splitlines()
+    assert len([line for line in page if line.startswith("  - ")]) == 50
+    assert "  … and 11 more facts: --all, or --limit" in page
+    newest = lk("entity", "show", "Grog", "--limit", "3", "--history").stdout.splitlines()
+    at = newest.index("  history, newest first:")
+    assert sorted(line.split(" (")[0] for line in newest[1 : at - 1]) == sorted(
+        ["  - Grog knows Friend 60", "  - Grog knows Friend 59", "  - Grog is mood 8"]
+    )
+    assert newest[at - 1] == "  … and 58 more facts: --all, or --limit"
+    assert [line.split(" (")[0] for line in newest[at + 1 : at + 4]] == [
+        "  - Grog is mood 7",
+        "  - Grog is mood 6",
+        "  - Grog is mood 5",
+    ]
+    assert newest[at + 4] == "  … and 4 more past facts: --all, or --limit"
+    whole = lk("entity", "show", "Grog", "--all", "--history").stdout
+    assert len([line for line in whole.splitlines() if line.startswith("  - ")]) == 61 + 7 and " more " not in whole

@@ -458,7 +458,7 @@ async def test_an_imported_facts_history_says_the_tool_and_files_it_came_from(
     ]
     assert notes.since().endswith("imported from Foundry VTT (vask.json)")
     tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
-    facts = await tools.entity_facts("Emberbrand")
+    facts = await tools.entity_facts("Emberbrand", history=True)
     assert [p.heard for p in facts.history] == ["imported from Foundry VTT (vask.json)"]
     # a campaign file the DM loads is still one
     pip = b"entities:\n  - {name: Pip, type: npc}\nrelationships:\n  - {source: Pip, type: status, value: alive}\n"

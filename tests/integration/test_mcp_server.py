@@ -99,7 +99,7 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
         assert any(SECRET_FACT_VALUE in f and "[DM only]" in f for f in card["facts"])
         assert {c["name"] for c in card["connected"]} >= {"Ironhold", SECRET_NPC}
 
-        facts = await call(s, "entity_facts", name="Ember Key")
+        facts = await call(s, "entity_facts", name="Ember Key", history=True)
         assert [f["text"] for f in facts["current"]] == ["Ember Key —owned_by→ Pip"]
         assert [p["text"] for p in facts["history"]] == ["Ember Key —owned_by→ Grom"]
 
