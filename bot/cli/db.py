@@ -8,7 +8,14 @@ from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
 from bot.cli.worker import drained_showing
 from bot.settings import Settings
-from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
+from memory.db import (
+    EmbeddedPostgres,
+    NewerDatabaseError,
+    megabytes,
+    migrate,
+    migration_status,
+    switch_embedding,
+)
 from memory.jobs.context import JobContext, make_job_context
 from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors
 from memory.jobs.worker import run_workers
@@ -41,9 +48,10 @@ async def db_migrate(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def db_status(ctx: click.Context, as_json: bool) -> None:
-    """Which migrations are applied and which embedding model the vectors use."""
+    """Which migrations are applied and which embedding model the vectors use; and any a newer Lorekeeper
+    applied, which every other command refuses."""
     settings = settings_from(ctx)
-    async with open_memory(settings, run_migrations=False) as memory:
+    async with open_memory(settings, run_migrations=False, refuse_newer_schema=False) as memory:
         status = await migration_status(memory.pool)
     status["database"] = "DATABASE_URL" if settings.database_url else f"embedded ({settings.data_dir / 'pg'})"
     if as_json:
@@ -52,11 +60,15 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"database:  {status['database']}")
     click.echo(f"applied:   {', '.join(status['applied']) or '-'}")  # type: ignore[arg-type]
     click.echo(f"pending:   {', '.join(status['pending']) or '-'}")  # type: ignore[arg-type]
+    if status["newer"]:
+        click.echo(f"newer:     {', '.join(status['newer'])}")  # type: ignore[arg-type]
     if status["embedding_model"] is None:  # a new database: the first command that opens it chooses
         model, dim = settings.embedding.model, settings.embedding.dim
         click.echo(f"embedding: - (chosen when the migrations are applied: {model}, {dim} dimensions)")
     else:
         click.echo(f"embedding: {status['embedding_model']} ({status['embedding_dim']} dimensions)")
+    if status["newer"]:
+        click.echo(str(NewerDatabaseError(status["newer"])))  # type: ignore[arg-type]
 
 
 @db.command("reembed")
