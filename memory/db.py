@@ -174,10 +174,7 @@ class EmbeddedPostgres:
             if version == target:
                 return target, target
             if users:
-                raise DatabaseError(
-                    f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
-                    "stop the bot, its workers and other lorekeeper commands, then run `lorekeeper db upgrade` again"
-                )
+                raise self._in_use(users, "db upgrade")
             if self.old_copy.exists():
                 raise DatabaseError(
                     f"{self.old_copy} ({megabytes(self.old_copy)}) holds the database as it was before an earlier "
@@ -208,6 +205,20 @@ class EmbeddedPostgres:
             # upgrade_db leaves the new server running for this process: stopped here, as stop() would
             pgserver.get_server(self.pgdata, start=False).cleanup()
         return version, target
+
+    def refuse_others(self, command: str) -> None:
+        """Stop with what to do while another process uses the server (this one aside): ``command`` would change
+        the database under it (a worker of the older build would go on with the new build's jobs)."""
+        with self._exclusive():
+            others = [pid for pid in self._forget_dead_handles() if pid != os.getpid()]
+        if others:
+            raise self._in_use(others, command)
+
+    def _in_use(self, users: Sequence[int], command: str) -> DatabaseError:
+        return DatabaseError(
+            f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
+            f"stop the bot, its workers and other lorekeeper commands, then run `lorekeeper {command}` again"
+        )
 
     async def keep_running(self) -> None:
         """Start the server again whenever it is found dead (the OOM killer, a kill -9): no one else would, and

@@ -33,9 +33,14 @@ def db() -> None:
 @click.pass_context
 @async_command
 async def db_migrate(ctx: click.Context, as_json: bool) -> None:
-    """Apply pending migrations (also done at every start)."""
+    """Apply pending migrations (also done at every start).
+
+    Refused while the bot, a worker or another command uses the embedded database: a worker of the older
+    version would go on with the new version's jobs by its older rules."""
     settings = settings_from(ctx)
     async with open_memory(settings, run_migrations=False) as memory:
+        if not settings.database_url and (await migration_status(memory.pool))["pending"]:
+            EmbeddedPostgres(settings.data_dir).refuse_others("db migrate")
         applied = await migrate(memory.pool, settings.embedding)
     if as_json:
         emit_json({"applied": applied})

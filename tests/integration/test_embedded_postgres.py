@@ -555,6 +555,27 @@ def test_db_upgrade_refuses_a_server_in_use(data_dir: Path) -> None:
         holder.wait(timeout=30)
 
 
+def test_db_migrate_refuses_a_server_in_use_while_migrations_are_pending(data_dir: Path) -> None:
+    """`db migrate` applied the new version's migrations under a worker of the older one still running, which then
+    did the new version's jobs by its older rules, and its work was taken as current."""
+    holder, _ = start_holder(data_dir)  # a worker of the older build: it holds the server, migrates nothing
+    try:
+        migrate = cli(data_dir, "db", "migrate")
+        _, err = migrate.communicate(timeout=300)
+        assert migrate.returncode == 1
+        assert err == (
+            f"error: the embedded PostgreSQL in {data_dir / 'pg'} is in use (process {holder.pid}): stop the bot, "
+            "its workers and other lorekeeper commands, then run `lorekeeper db migrate` again\n"
+        )
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=30)
+    migrate = cli(data_dir, "db", "migrate")
+    out, err = migrate.communicate(timeout=300)
+    assert migrate.returncode == 0, err
+    assert out.startswith("applied 0001_init.sql\n")
+
+
 def test_an_old_copy_left_by_an_earlier_db_upgrade_is_named_before_the_next_one_starts(data_dir: Path) -> None:
     """`db upgrade` keeps the database as it was in pg.old, and pgserver renames the data dir there after the
     copy is made: with the copy of an earlier upgrade still there, the next one failed at the end, saying "the
