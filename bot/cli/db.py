@@ -21,6 +21,7 @@ from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_li
 from memory.jobs.worker import run_workers
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
+from memory.text import counted
 
 
 @cli.group()
@@ -135,8 +136,11 @@ async def probe_embedder(memory: Memory, settings: Settings) -> JobContext:
 
 @db.command("upgrade")
 @click.pass_context
-def db_upgrade(ctx: click.Context) -> None:
-    """Upgrade the embedded PostgreSQL data dir to this build's major version (keeps your data)."""
+@async_command
+async def db_upgrade(ctx: click.Context) -> None:
+    """Upgrade the embedded PostgreSQL data dir to this build's major version (keeps your data).
+
+    It applies no migration: it says which are pending, for `lorekeeper db migrate`."""
     settings = settings_from(ctx)
     if settings.database_url:
         raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
@@ -151,4 +155,12 @@ def db_upgrade(ctx: click.Context) -> None:
         click.echo(
             f"the database as it was before the upgrade is in {old} ({megabytes(old)}): once the bot has started "
             f"and your campaigns look right, delete it with `rm -rf {old}`"
+        )
+    # "upgraded" or "already": not yet the new version's database, which a DM reading the page's title may think
+    async with open_memory(settings, run_migrations=False) as memory:
+        pending: list[str] = (await migration_status(memory.pool))["pending"]  # type: ignore[assignment]
+    if pending:
+        click.echo(
+            f"the database is not yet this version's: {counted(len(pending), 'migration')} to apply (`lorekeeper "
+            "db status` lists them); run `lorekeeper db migrate`, with the bot and every worker stopped"
         )
