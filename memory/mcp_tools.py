@@ -57,7 +57,6 @@ from memory.models import (
     EntityType,
     Entry,
     Mention,
-    PastFact,
     Provenance,
     Relationship,
     RelationshipIn,
@@ -189,12 +188,6 @@ def _seconds(at: datetime) -> datetime:
     return at.replace(microsecond=0)
 
 
-def heard(fact: Relationship, titles: dict[int, str]) -> str:
-    """Where a current fact was heard, as :meth:`PastFact.heard` says it of a past one."""
-    title = titles.get(fact.provenance.session_id) if fact.provenance.session_id is not None else None
-    return PastFact(**fact.model_dump(), session_title=title).heard()
-
-
 def cited(summary: str, entries: list[Entry]) -> str:
     """A recap's quoted lines each with where it was said, as the hot context's block cites a line ("[turn 2475]
     Matt: …", "[42:10] DM: …"): an assistant can quote it. A line that quotes none (a written recap's) is kept."""
@@ -323,7 +316,7 @@ class CampaignTools:
         entity = (await visible_snapshot(self.mem, name, dm=self.dm, mask=mask)).entity
         current = await self.mem.graph.relationships_of(entity.id, include_secret=self.dm)
         past = await self.mem.graph.history(entity.id, include_secret=self.dm) if history else []
-        titles = {s.id: s.title for s in await self.mem.log.sessions()}
+        heard = {p.id: p.heard() for p in await self.mem.graph.heard_where(current)}
         lines = {r.id: said for r in current if (said := await self.mem.review.said(r.provenance.entry_ids))}
         return Facts(
             entity=mask(entity.name),
@@ -334,7 +327,7 @@ class CampaignTools:
                     target=mask(r.target_name) if r.target_name else None,
                     value=mask(r.value) if r.value is not None else None,
                     since=_seconds(r.valid_from),
-                    heard=mask(heard(r, titles)),
+                    heard=mask(heard[r.id]),
                     where=mask(line.where()) if line else None,
                     speaker=mask(line.speaker) if line else None,
                     secret=r.visibility == Visibility.secret,
