@@ -17,8 +17,9 @@ from memory.db import (
     switch_embedding,
 )
 from memory.jobs.context import JobContext, make_job_context
-from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors
+from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors, stale_mentions
 from memory.jobs.worker import run_workers
+from memory.mentions import MENTION_RULES
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
 from memory.text import counted
@@ -43,10 +44,16 @@ async def db_migrate(ctx: click.Context, as_json: bool) -> None:
         if not settings.database_url and (await migration_status(memory.pool))["pending"]:
             EmbeddedPostgres(settings.data_dir).refuse_others("db migrate")
         applied = await migrate(memory.pool, settings.embedding)
+        stale = await stale_mentions(memory.pool, MENTION_RULES)
     if as_json:
         emit_json({"applied": applied})
-    else:
-        click.echo("\n".join(f"applied {name}" for name in applied) or "database is up to date")
+        return
+    click.echo("\n".join(f"applied {name}" for name in applied) or "database is up to date")
+    if stale:  # the work the upgrade leaves: a DM who sees the worker busy knows why
+        click.echo(
+            f"this version reads who a line names otherwise: the next worker to start (the bot's, or `lorekeeper "
+            f"worker`) reads the lines of {counted(stale, 'session')} again, in the background"
+        )
 
 
 @db.command("status")

@@ -1073,6 +1073,11 @@ def test_a_worker_says_which_sessions_an_upgrade_reads_again_without_v(lk, fresh
             await conn.close()
 
     night = asyncio.run(older_rules())
+    # `db migrate` says the work to come too
+    assert lk("db", "migrate").stdout.splitlines()[1:] == [
+        "this version reads who a line names otherwise: the next worker to start (the bot's, or `lorekeeper worker`) "
+        "reads the lines of 1 session again, in the background"
+    ]
     drained = lk("worker", "--drain")
     assert drained.returncode == 0, drained.stderr
     said = drained.stderr.splitlines()
