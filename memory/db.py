@@ -174,10 +174,7 @@ class EmbeddedPostgres:
             if version == target:
                 return target, target
             if users:
-                raise DatabaseError(
-                    f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
-                    "stop the bot, its workers and other lorekeeper commands, then run `lorekeeper db upgrade` again"
-                )
+                raise self._in_use(users, "db upgrade")
             if self.old_copy.exists():
                 raise DatabaseError(
                     f"{self.old_copy} ({megabytes(self.old_copy)}) holds the database as it was before an earlier "
@@ -208,6 +205,20 @@ class EmbeddedPostgres:
             # upgrade_db leaves the new server running for this process: stopped here, as stop() would
             pgserver.get_server(self.pgdata, start=False).cleanup()
         return version, target
+
+    def refuse_others(self, command: str) -> None:
+        """Stop with what to do while another process uses the server (this one aside): ``command`` would change
+        the database under it (a worker of the older build would go on with the new build's jobs)."""
+        with self._exclusive():
+            others = [pid for pid in self._forget_dead_handles() if pid != os.getpid()]
+        if others:
+            raise self._in_use(others, command)
+
+    def _in_use(self, users: Sequence[int], command: str) -> DatabaseError:
+        return DatabaseError(
+            f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
+            f"stop the bot, its workers and other lorekeeper commands, then run `lorekeeper {command}` again"
+        )
 
     async def keep_running(self) -> None:
         """Start the server again whenever it is found dead (the OOM killer, a kill -9): no one else would, and
@@ -678,7 +689,36 @@ async def _up_to_date(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> bool:
         return False
     if row is None or (row["model"], row["dim"]) != (embedding.model, embedding.dim):
         return False  # the full path says what to do about another model
-    return {version for version, _, _ in migration_files()} <= set(row["done"] or ())
+    # one applied that no file knows: the full path refuses it
+    return {version for version, _, _ in migration_files()} == set(row["done"] or ())
+
+
+class NewerDatabaseError(DatabaseError):
+    """A newer Lorekeeper migrated the database: this one would write by rules it does not know (what it wrote
+    would look current to the newer version, and never be redone)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(
+            f"this database was migrated by a newer version of Lorekeeper ({', '.join(names)}: "
+            f"{'a migration' if len(names) == 1 else 'migrations'} this version does not know), and this version "
+            "would write to it by older rules: run the newer version again (upgrade this one), or restore the "
+            "backup you made before the upgrade; nothing was changed"
+        )
+
+
+async def newer_migrations(db: Executor) -> list[str]:
+    """The names of the migrations recorded in the database that no file of this version is."""
+    if not await db.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
+        return []
+    known = {version for version, _, _ in migration_files()}
+    rows = await db.fetch("SELECT version, name FROM schema_migrations ORDER BY version")
+    return [row["name"] for row in rows if row["version"] not in known]
+
+
+async def refuse_newer(db: Executor) -> None:
+    """Stop with what to do if a newer version migrated the database (see :class:`NewerDatabaseError`)."""
+    if newer := await newer_migrations(db):
+        raise NewerDatabaseError(newer)
 
 
 async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
@@ -707,6 +747,7 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
                 );
                 """
             )
+            await refuse_newer(conn)
             recorded = await conn.fetchrow("SELECT model, dim FROM embedding_config")
             if recorded is None:
                 await conn.execute(
@@ -779,9 +820,11 @@ async def migration_status(pool: asyncpg.Pool) -> dict[str, object]:
         done = {r["version"]: r for r in await conn.fetch("SELECT * FROM schema_migrations")} if exists else {}
         emb = await conn.fetchrow("SELECT model, dim FROM embedding_config") if exists else None
     files = migration_files()
+    known = {v for v, _, _ in files}
     return {
         "applied": [name for v, name, _ in files if v in done],
         "pending": [name for v, name, _ in files if v not in done],
+        "newer": [row["name"] for v, row in sorted(done.items()) if v not in known],
         "embedding_model": emb["model"] if emb else None,
         "embedding_dim": emb["dim"] if emb else None,
     }
@@ -794,10 +837,12 @@ async def open_database(
     embedding: EmbeddingSpec,
     *,
     run_migrations: bool = True,
+    refuse_newer_schema: bool = True,
     keep_running: bool = False,
 ) -> AsyncIterator[asyncpg.Pool]:
     """The pool on ``database_url``, or on the embedded server in ``data_dir`` (started and stopped here;
-    ``keep_running``: started again if it dies meanwhile, for a process that runs until stopped)."""
+    ``keep_running``: started again if it dies meanwhile, for a process that runs until stopped). A database a
+    newer version migrated is refused, unless ``refuse_newer_schema`` is off (only to say so)."""
     embedded = None
     keeper: asyncio.Task[None] | None = None
     if database_url:
@@ -821,6 +866,8 @@ async def open_database(
         try:
             if run_migrations:
                 await migrate(pool, embedding)
+            elif refuse_newer_schema:
+                await refuse_newer(pool)
             yield pool
         finally:
             await pool.close()

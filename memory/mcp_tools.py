@@ -196,12 +196,6 @@ def _seconds(at: datetime) -> datetime:
     return at.replace(microsecond=0)
 
 
-def heard(fact: Relationship, titles: dict[int, str]) -> str:
-    """Where a current fact was heard, as :meth:`PastFact.heard` says it of a past one."""
-    title = titles.get(fact.provenance.session_id) if fact.provenance.session_id is not None else None
-    return PastFact(**fact.model_dump(), session_title=title).heard()
-
-
 def cited(summary: str, entries: list[Entry]) -> str:
     """A recap's quoted lines each with where it was said, as the hot context's block cites a line ("[turn 2475]
     Matt: …", "[42:10] DM: …"): an assistant can quote it. A line that quotes none (a written recap's) is kept."""
@@ -334,7 +328,7 @@ class CampaignTools:
         shown, more = newest_facts([*held, *ended], limit)
         current = [r for r in shown if r.valid_to is None]
         past = [r for r in shown if isinstance(r, PastFact)]
-        titles = {s.id: s.title for s in await self.mem.log.sessions()}
+        heard = {p.id: p.heard() for p in await self.mem.graph.heard_where(current)}
         lines = await self.mem.review.said_each({r.id: r.provenance.entry_ids for r in current})
         return Facts(
             entity=mask(entity.name),
@@ -345,7 +339,7 @@ class CampaignTools:
                     target=mask(r.target_name) if r.target_name else None,
                     value=mask(r.value) if r.value is not None else None,
                     since=_seconds(r.valid_from),
-                    heard=mask(heard(r, titles)),
+                    heard=mask(heard[r.id]),
                     where=mask(line.where()) if line else None,
                     speaker=mask(line.speaker) if line else None,
                     secret=r.visibility == Visibility.secret,

@@ -540,10 +540,12 @@ class PastFact(Relationship):
     with where it was heard (:meth:`since`)."""
 
     session_title: str | None = None  # of the session it was heard in, while that session is kept
+    #: The ref of the line it was heard in: a line of a transcript without times is at 0:00, which says nothing
+    line_ref: str | None = None
 
     def heard(self) -> str:
         if self.session_title is not None:  # and when in it: the line the DM would look up
-            return f"heard in {where_said(self.session_title, self.provenance.timestamp, None)}"
+            return f"heard in {where_said(self.session_title, self.provenance.timestamp, self.line_ref)}"
         if self.provenance.session_id is not None:
             return "heard in a session since deleted"
         extra = self.provenance.model_extra or {}

@@ -234,11 +234,16 @@ def database_of(settings: Settings) -> str:
 
 @asynccontextmanager
 async def open_memory(
-    settings: Settings, *, run_migrations: bool = True, keep_running: bool = False
+    settings: Settings, *, run_migrations: bool = True, refuse_newer_schema: bool = True, keep_running: bool = False
 ) -> AsyncIterator[Memory]:
     url = settings.database_url.get_secret_value() if settings.database_url else None
     async with open_database(
-        url, settings.data_dir, settings.embedding, run_migrations=run_migrations, keep_running=keep_running
+        url,
+        settings.data_dir,
+        settings.embedding,
+        run_migrations=run_migrations,
+        refuse_newer_schema=refuse_newer_schema,
+        keep_running=keep_running,
     ) as pool:
         memory = Memory(pool, accept_threshold=settings.accept_threshold)
         try:

@@ -8,12 +8,21 @@ from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
 from bot.cli.worker import drained_showing
 from bot.settings import Settings
-from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
+from memory.db import (
+    EmbeddedPostgres,
+    NewerDatabaseError,
+    megabytes,
+    migrate,
+    migration_status,
+    switch_embedding,
+)
 from memory.jobs.context import JobContext, make_job_context
-from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors
+from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors, stale_mentions
 from memory.jobs.worker import run_workers
+from memory.mentions import MENTION_RULES
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
+from memory.text import counted
 
 
 @cli.group()
@@ -26,14 +35,25 @@ def db() -> None:
 @click.pass_context
 @async_command
 async def db_migrate(ctx: click.Context, as_json: bool) -> None:
-    """Apply pending migrations (also done at every start)."""
+    """Apply pending migrations (also done at every start).
+
+    Refused while the bot, a worker or another command uses the embedded database: a worker of the older
+    version would go on with the new version's jobs by its older rules."""
     settings = settings_from(ctx)
     async with open_memory(settings, run_migrations=False) as memory:
+        if not settings.database_url and (await migration_status(memory.pool))["pending"]:
+            EmbeddedPostgres(settings.data_dir).refuse_others("db migrate")
         applied = await migrate(memory.pool, settings.embedding)
+        stale = await stale_mentions(memory.pool, MENTION_RULES)
     if as_json:
         emit_json({"applied": applied})
-    else:
-        click.echo("\n".join(f"applied {name}" for name in applied) or "database is up to date")
+        return
+    click.echo("\n".join(f"applied {name}" for name in applied) or "database is up to date")
+    if stale:  # the work the upgrade leaves: a DM who sees the worker busy knows why
+        click.echo(
+            f"this version reads who a line names otherwise: the next worker to start (the bot's, or `lorekeeper "
+            f"worker`) reads the lines of {counted(stale, 'session')} again, in the background"
+        )
 
 
 @db.command("status")
@@ -41,9 +61,10 @@ async def db_migrate(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def db_status(ctx: click.Context, as_json: bool) -> None:
-    """Which migrations are applied and which embedding model the vectors use."""
+    """Which migrations are applied and which embedding model the vectors use; and any a newer Lorekeeper
+    applied, which every other command refuses."""
     settings = settings_from(ctx)
-    async with open_memory(settings, run_migrations=False) as memory:
+    async with open_memory(settings, run_migrations=False, refuse_newer_schema=False) as memory:
         status = await migration_status(memory.pool)
     status["database"] = "DATABASE_URL" if settings.database_url else f"embedded ({settings.data_dir / 'pg'})"
     if as_json:
@@ -52,11 +73,15 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"database:  {status['database']}")
     click.echo(f"applied:   {', '.join(status['applied']) or '-'}")  # type: ignore[arg-type]
     click.echo(f"pending:   {', '.join(status['pending']) or '-'}")  # type: ignore[arg-type]
+    if status["newer"]:
+        click.echo(f"newer:     {', '.join(status['newer'])}")  # type: ignore[arg-type]
     if status["embedding_model"] is None:  # a new database: the first command that opens it chooses
         model, dim = settings.embedding.model, settings.embedding.dim
         click.echo(f"embedding: - (chosen when the migrations are applied: {model}, {dim} dimensions)")
     else:
         click.echo(f"embedding: {status['embedding_model']} ({status['embedding_dim']} dimensions)")
+    if status["newer"]:
+        click.echo(str(NewerDatabaseError(status["newer"])))  # type: ignore[arg-type]
 
 
 @db.command("reembed")
@@ -118,8 +143,11 @@ async def probe_embedder(memory: Memory, settings: Settings) -> JobContext:
 
 @db.command("upgrade")
 @click.pass_context
-def db_upgrade(ctx: click.Context) -> None:
-    """Upgrade the embedded PostgreSQL data dir to this build's major version (keeps your data)."""
+@async_command
+async def db_upgrade(ctx: click.Context) -> None:
+    """Upgrade the embedded PostgreSQL data dir to this build's major version (keeps your data).
+
+    It applies no migration: it says which are pending, for `lorekeeper db migrate`."""
     settings = settings_from(ctx)
     if settings.database_url:
         raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
@@ -134,4 +162,12 @@ def db_upgrade(ctx: click.Context) -> None:
         click.echo(
             f"the database as it was before the upgrade is in {old} ({megabytes(old)}): once the bot has started "
             f"and your campaigns look right, delete it with `rm -rf {old}`"
+        )
+    # "upgraded" or "already": not yet the new version's database, which a DM reading the page's title may think
+    async with open_memory(settings, run_migrations=False) as memory:
+        pending: list[str] = (await migration_status(memory.pool))["pending"]  # type: ignore[assignment]
+    if pending:
+        click.echo(
+            f"the database is not yet this version's: {counted(len(pending), 'migration')} to apply (`lorekeeper "
+            "db status` lists them); run `lorekeeper db migrate`, with the bot and every worker stopped"
         )

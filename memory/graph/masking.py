@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import everyday_masked, names_to_mask, secrets_described, unhidden_secrets
+from memory.graph.rules import PLURAL, everyday_masked, names_to_mask, secrets_described, unhidden_secrets
 from memory.models import (
     RECAP_NAME_SQL,
     Entity,
@@ -19,8 +19,6 @@ from memory.models import (
 from memory.text import folded
 
 _WORD_RUN = re.compile(r"\w+")
-#: A plural's ending: "s", or "es" after s, x, z, ch or sh (Vaskerrins, Foxes, Marshes).
-_PLURAL = r"(?:(?<=s|x|z|h)es|s)"
 #: Between two words of a name joined by a space, hyphen or apostrophe, what a line may write there: any of them, or
 #: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Mother of Thorns" of Mother-of-Thorns). Where the name has a
 #: period or comma there, that people drop ("Dr Black", "Dr.Black" of Dr. Black), any of those too.
@@ -51,7 +49,7 @@ def _pattern_of_name(name: str) -> str:
             joint = r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
         body += joint + _INSIDE.join(map(re.escape, word))
     # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
-    end = rf"{_PLURAL}?(?!\w)"
+    end = rf"{PLURAL}?(?!\w)"
     if closing := _CLOSING.match(_WORD_RUN.split(name)[-1]):  # hidden with the name: "[secret])" tells it was one
         end = rf"(?:\s*{re.escape(closing.group().strip())}|{end})"
     return rf"(?<!\w){body}{end}"

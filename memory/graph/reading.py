@@ -158,7 +158,8 @@ class Reading(EntityLookup):
         return past
 
     async def heard_where(self, facts: list[Relationship]) -> list[PastFact]:
-        """``facts``, each with the title of the session it was heard in (see :meth:`PastFact.heard`)."""
+        """``facts``, each with the title of the session it was heard in and the ref of its line (see
+        :meth:`PastFact.heard`)."""
         said_in = {r.provenance.session_id for r in facts if r.provenance.session_id is not None}
         rows = await self.db.fetch(
             "SELECT id, title FROM sessions WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
@@ -166,7 +167,21 @@ class Reading(EntityLookup):
             sorted(said_in),
         )
         titles: dict[int | None, str] = {r["id"]: r["title"] for r in rows}
-        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in facts]
+        lines = {r.provenance.entry_ids[0] for r in facts if r.provenance.entry_ids}
+        rows = await self.db.fetch(
+            "SELECT id, ref FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
+            self.campaign_id,
+            sorted(lines),
+        )
+        refs: dict[int, str | None] = {r["id"]: r["ref"] for r in rows}
+        return [
+            PastFact(
+                **r.model_dump(),
+                session_title=titles.get(r.provenance.session_id),
+                line_ref=refs.get(r.provenance.entry_ids[0]) if r.provenance.entry_ids else None,
+            )
+            for r in facts
+        ]
 
     async def neighbourhood(self, name: str, *, depth: int = 1, include_secret: bool = False) -> Neighbourhood:
         """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the

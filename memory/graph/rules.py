@@ -109,12 +109,14 @@ def names_to_mask(
     normalize = _normalize()
     names = list(names)
     # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
-    # public entity where it is said so, and tell that a secret one is spelled alike
-    readable = {spelled_alike(name) for name, secret, _ in names if not secret}
+    # public entity where it is said so, and tell that a secret one is spelled alike; so would hiding the public
+    # Whispering Gates, of which the mask reads it as the plural
+    readable = {form for name, secret, _ in names if not secret for form in singulars(spelled_alike(name))}
     hidden = [(name, type) for name, secret, type in names if secret and spelled_alike(name) not in readable]
     misheard = [phrase for phrase in heard if spelled_alike(phrase) not in readable]
-    # each word once: 20,000 names say a few thousand
-    shown = set(map(normalize, {w for name, secret, _ in names if not secret for w in name_words(name)}))
+    # each word once: 20,000 names say a few thousand ("bastion" of the public Bastions too)
+    words = {w for name, secret, _ in names if not secret for w in name_words(name)}
+    shown = {form for w in words for form in singulars(normalize(w))}
     own = {
         w
         for name, type in hidden
@@ -181,8 +183,8 @@ def unhidden_secrets(names: Iterable[tuple[str, bool, str | None]], of: Iterable
     alike, so it is never hidden ("The Gate" beside a public Gate), paired with that readable name: those where one
     of the two is a name ``of`` an entity just added or changed, for a warning to its DM."""
     names = list(names)
-    readable = {spelled_alike(name): name for name, secret, _ in names if not secret}
-    mine = {spelled_alike(name) for name in of}
+    readable = {form: name for name, secret, _ in names if not secret for form in singulars(spelled_alike(name))}
+    mine = {form for name in of for form in singulars(spelled_alike(name))}
     return sorted(
         {
             (name, readable[alike])
@@ -221,6 +223,20 @@ def spelled_alike(name: str) -> str:
     reads names ("cafe" for Café, "Vex’ahlia", "Mother of Thorns" for Mother-of-Thorns, "Aethelric" for Æthelric),
     and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
     return "".join(_normalize()(name).removeprefix("the ").split())
+
+
+#: A plural's ending as the players' mask reads one after a hidden name: "s", or "es" after s, x, z, ch or sh
+#: (Vaskerrins, Foxes, Marshes).
+PLURAL = r"(?:(?<=s|x|z|h)es|s)"
+_PLURAL_ENDING = re.compile(PLURAL)
+
+
+def singulars(said: str) -> set[str]:
+    """``said`` and what it is the plural of as the mask reads a plural (:data:`PLURAL`): the names the mask
+    would hide it for ("bastions" for a hidden "bastion"; "foxe" and "fox" of "foxes")."""
+    return {said} | {
+        said[:at] for at in (len(said) - 2, len(said) - 1) if at > 0 and _PLURAL_ENDING.fullmatch(said, at)
+    }
 
 
 def listing_key(name: str) -> tuple[str, str]:

@@ -22,8 +22,11 @@ from memory.models import (
 from memory.offgame import SEGMENTS, out_of_game
 from memory.semantic import LineVectorIn, content_hash
 from memory.store import CampaignMemory
+from memory.text import counted
 
 log = logging.getLogger(__name__)
+#: What an upgrade's re-index says as it goes: a DM's progress, shown without -v (the CLI shows "lorekeeper").
+reindex_log = logging.getLogger("lorekeeper.reindex")
 
 
 async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
@@ -50,11 +53,12 @@ async def reindex_mentions(ctx: JobContext, campaign_id: int, session_id: int) -
             now = {e.id: e.text for e in await tx.log.session_entries(session_id)}
             await index_lines(tx.db, campaign_id, session_id, {i: m for i, m in named.items() if now.get(i) == read[i]})
         await tx.log.set_mention_rules(session_id, MENTION_RULES)
-    log.info(
-        "mention index: session %d of campaign %d read again under the current name rules (%d lines)",
+    session = await mem.log.session(session_id)
+    reindex_log.info(
+        "%s (session %d): read again for who each line names (%s)",
+        session.title,
         session_id,
-        campaign_id,
-        len(entries),
+        counted(len(entries), "line"),
     )
     return len(entries)
 

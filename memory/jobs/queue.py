@@ -135,6 +135,12 @@ async def enqueue_sessions_without_line_vectors(db: Executor) -> int:
     return len(sessions)
 
 
+async def stale_mentions(db: Executor, version: int) -> int:
+    """How many sessions' lines were indexed under name rules older than ``version``: what the next worker reads
+    again (:func:`enqueue_stale_mentions`)."""
+    return await db.fetchval("SELECT count(*) FROM sessions WHERE mention_rules < $1", version)
+
+
 async def enqueue_stale_mentions(db: Executor, version: int) -> int:
     """Have every session whose lines were indexed under name rules older than ``version`` indexed again (see
     :func:`memory.jobs.chunk.reindex_mentions`), one job each, lowest priority; returns how many sessions. Run at

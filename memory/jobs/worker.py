@@ -23,7 +23,7 @@ from pgqueuer.domain.types import QueueExecutionMode
 
 from memory.db import Executor
 from memory.jobs.admin import prune_job_log, requeue_failed
-from memory.jobs.chunk import chunk_session, reindex_mentions
+from memory.jobs.chunk import chunk_session, reindex_log, reindex_mentions
 from memory.jobs.context import JobContext, make_job_context
 from memory.jobs.extract import extract_session
 from memory.jobs.heard_as import correct_heard_as, restore_heard_as
@@ -46,6 +46,7 @@ from memory.mentions import MENTION_RULES
 from memory.outage import is_outage, outage_said, short_reason
 from memory.providers.llm import LLMTimeout
 from memory.store import Memory
+from memory.text import counted
 from memory.voice.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -261,7 +262,11 @@ async def run_workers(
             if requeued := await requeue_failed(pool):
                 log.warning("%d background jobs that had failed run again", requeued)
             if reindex and (stale := await enqueue_stale_mentions(pool, MENTION_RULES)):
-                log.warning("mention index: %d sessions read under older name rules are read again", stale)
+                reindex_log.info(
+                    "this version reads who a line names otherwise: the lines of %s are read again, one job each "
+                    'in the background ("where was X said" answers as before for those not done yet)',
+                    counted(stale, "session"),
+                )
             await _prune_job_log_quietly(pool)
             if failures:
                 log.warning("the database is back: background jobs go on")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
@@ -1061,6 +1062,37 @@ def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_b
         assert "\\u200d" not in said.stdout + said.stderr
     gone = lk("campaign", "delete", wizard, "--yes")
     assert gone.stdout == f"deleted campaign '{wizard}'\n"
+
+
+def test_a_worker_says_which_sessions_an_upgrade_reads_again_without_v(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    """After an upgrade the worker said only "WARNING …: 2 sessions read under older name rules are read again", and
+    which sessions only with -v, by ids ("session 1 of campaign 2"): routine work, said by title for the DM."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Mira poles the ferry.\nAna: Mira says Brom paid her in silver.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+
+    async def older_rules() -> int:
+        conn = await asyncpg.connect(fresh_dsn)
+        try:
+            return await conn.fetchval("UPDATE sessions SET mention_rules = mention_rules - 1 RETURNING id")
+        finally:
+            await conn.close()
+
+    night = asyncio.run(older_rules())
+    # `db migrate` says the work to come too
+    assert lk("db", "migrate").stdout.splitlines()[1:] == [
+        "this version reads who a line names otherwise: the next worker to start (the bot's, or `lorekeeper worker`) "
+        "reads the lines of 1 session again, in the background"
+    ]
+    drained = lk("worker", "--drain")
+    assert drained.returncode == 0, drained.stderr
+    said = drained.stderr.splitlines()
+    assert (
+        "INFO lorekeeper.reindex: this version reads who a line names otherwise: the lines of 1 session are read "
+        'again, one job each in the background ("where was X said" answers as before for those not done yet)'
+    ) in said
+    assert f"INFO lorekeeper.reindex: Night 1 (session {night}): read again for who each line names (2 lines)" in said
+    assert "WARNING" not in drained.stderr
 
 
 def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(lk, tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from memory.db import (
     EmbeddedPostgres,
     EmbeddingSpec,
     default_data_dir,
+    migration_files,
     open_database,
 )
 from tests.integration.processes import long_session, lorekeeper
@@ -492,12 +493,17 @@ def test_db_upgrade_moves_a_postgresql_16_database_to_18(data_dir: Path) -> None
         rf"started and your campaigns look right, delete it with `rm -rf {re.escape(old)}`",
         said[1],
     ), said
-    assert len(said) == 2 and int(re.search(r"\((\d+) MB", said[1])[1]) > 10  # a whole PostgreSQL data dir
+    assert int(re.search(r"\((\d+) MB", said[1])[1]) > 10  # a whole PostgreSQL data dir
+    pending = len(migration_files())  # a database no Lorekeeper migrated
+    assert said[2:] == [
+        f"the database is not yet this version's: {pending} migrations to apply (`lorekeeper db status` lists "
+        "them); run `lorekeeper db migrate`, with the bot and every worker stopped"
+    ]
     assert err == ""
     assert (data_dir / "pg.old" / "PG_VERSION").read_text() == "16\n"
     again = cli(data_dir, "db", "upgrade")  # it says so again, until it is deleted
     out, _ = again.communicate(timeout=300)
-    assert out.splitlines() == [f"{pgdata} is on PostgreSQL 18 already", said[1]]
+    assert out.splitlines() == [f"{pgdata} is on PostgreSQL 18 already", *said[1:]]
     assert (pgdata / "PG_VERSION").read_text() == "18\n"
     assert list(data_dir.glob(".pgdata-tmp-*")) == []
     assert postmaster_pid(data_dir) is None
@@ -512,6 +518,27 @@ def test_db_upgrade_moves_a_postgresql_16_database_to_18(data_dir: Path) -> None
             server.stop()
 
     assert asyncio.run(kept()) == [("the crown sank", "[1,2,3]")]
+
+
+def test_db_upgrade_on_the_current_postgresql_says_the_migrations_still_to_apply(data_dir: Path) -> None:
+    """`db upgrade` said only "… is on PostgreSQL 18 already" with seven migrations pending: a DM who read the
+    Upgrading page's title and ran it thought the upgrade done."""
+    made = cli(data_dir, "db", "status")  # makes the database, applies nothing
+    assert made.communicate(timeout=300) and made.returncode == 0
+    pgdata, pending = data_dir / "pg", len(migration_files())
+    upgrade = cli(data_dir, "db", "upgrade")
+    out, err = upgrade.communicate(timeout=300)
+    assert (upgrade.returncode, err) == (0, "")
+    assert out.splitlines() == [
+        f"{pgdata} is on PostgreSQL 18 already",
+        f"the database is not yet this version's: {pending} migrations to apply (`lorekeeper db status` lists "
+        "them); run `lorekeeper db migrate`, with the bot and every worker stopped",
+    ]
+    migrate = cli(data_dir, "db", "migrate")
+    assert migrate.communicate(timeout=300) and migrate.returncode == 0
+    upgrade = cli(data_dir, "db", "upgrade")
+    out, _ = upgrade.communicate(timeout=300)
+    assert out == f"{pgdata} is on PostgreSQL 18 already\n"
 
 
 def test_a_failed_db_upgrade_is_one_line_and_leaves_no_copy_behind(data_dir: Path) -> None:
@@ -553,6 +580,27 @@ def test_db_upgrade_refuses_a_server_in_use(data_dir: Path) -> None:
     finally:
         holder.send_signal(signal.SIGTERM)
         holder.wait(timeout=30)
+
+
+def test_db_migrate_refuses_a_server_in_use_while_migrations_are_pending(data_dir: Path) -> None:
+    """`db migrate` applied the new version's migrations under a worker of the older one still running, which then
+    did the new version's jobs by its older rules, and its work was taken as current."""
+    holder, _ = start_holder(data_dir)  # a worker of the older build: it holds the server, migrates nothing
+    try:
+        migrate = cli(data_dir, "db", "migrate")
+        _, err = migrate.communicate(timeout=300)
+        assert migrate.returncode == 1
+        assert err == (
+            f"error: the embedded PostgreSQL in {data_dir / 'pg'} is in use (process {holder.pid}): stop the bot, "
+            "its workers and other lorekeeper commands, then run `lorekeeper db migrate` again\n"
+        )
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=30)
+    migrate = cli(data_dir, "db", "migrate")
+    out, err = migrate.communicate(timeout=300)
+    assert migrate.returncode == 0, err
+    assert out.startswith("applied 0001_init.sql\n")
 
 
 def test_an_old_copy_left_by_an_earlier_db_upgrade_is_named_before_the_next_one_starts(data_dir: Path) -> None:

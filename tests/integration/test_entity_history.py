@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from memory.db import create_pool
 from memory.graph import KnowledgeGraph
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, Source, Visibility
 from memory.recall import named_entities
 from memory.store import CampaignMemory, Memory
 
@@ -67,6 +67,29 @@ async def test_history_is_the_closed_facts_newest_first_with_where_they_were_hea
         r"Tavian is alive \(\d{4}-\d\d-\d\d \d\d:\d\d → \d\d\d\d-\d\d-\d\d \d\d:\d\d, from the campaign file\)",
         alive.describe_past(),
     )  # changed the same day: the times tell when
+
+
+async def test_a_fact_heard_in_a_transcript_without_times_says_its_line_not_at_0_00(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """Every line of a CRD3 episode (a transcript without times) is at 0:00: "heard in C1E035 at 0:00" said
+    nothing. Where the line has no time, its source says where ("turn 2"), as search and review say it."""
+    from memory.mcp_tools import CampaignTools
+
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Briarwoods", type=EntityType.faction))
+    night = await campaign.log.start_session("C1E035", started_at=dt.datetime(2026, 10, 10, 20, tzinfo=dt.UTC))
+    lines = [EntryIn(speaker="Matt", text=f"Line {n}.", ref=f"turn {n}") for n in (1, 2)]
+    _, line = await campaign.log.write_many(night.id, lines)
+    heard = Provenance(
+        source=Source.stated, confidence=0.9, session_id=night.id, timestamp=line.start_s, entry_ids=[line.id]
+    )
+    faction = await g.get_entity("Briarwoods")
+    await g.add_relationship(RelationshipIn(source_id=faction.id, type="status", value="dead", provenance=heard))
+    current = await g.relationships_of(faction.id)
+    assert [p.since() for p in await g.heard_where(current)] == ["since 2026-10-10, heard in C1E035 (turn 2)"]
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    assert [f.heard for f in (await tools.entity_facts("Briarwoods")).current] == ["heard in C1E035 (turn 2)"]
 
 
 async def test_history_leaves_out_a_secret_entity_for_players(campaign: CampaignMemory) -> None:

@@ -118,6 +118,50 @@ def test_a_failed_migration_is_one_line_naming_it(fresh_dsn: str, tmp_path: Path
         )
 
 
+def test_a_database_a_newer_version_migrated_is_refused_and_db_status_says_so(fresh_dsn: str, tmp_path: Path) -> None:
+    """An older build ran on a database a newer one had migrated, without a word, and wrote by its older rules
+    (sessions the newer build took as current and never read again)."""
+
+    async def newer_version_ran() -> None:
+        conn = await asyncpg.connect(fresh_dsn)
+        try:
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (9999, '9999_from_the_future.sql')"
+            )
+        finally:
+            await conn.close()
+
+    asyncio.run(newer_version_ran())
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("LOREKEEPER_CONFIG", None)
+    refused = (
+        "error: this database was migrated by a newer version of Lorekeeper (9999_from_the_future.sql: a migration "
+        "this version does not know), and this version would write to it by older rules: run the newer version "
+        "again (upgrade this one), or restore the backup you made before the upgrade; nothing was changed\n"
+    )
+    # a command that migrates, one that does not (db migrate, reembed and sync open without migrating)
+    for command in (["campaign", "list"], ["db", "migrate"], ["db", "reembed", "--yes"]):
+        done = subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (done.returncode, done.stderr) == (1, refused), command
+    status = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "db", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert status.returncode == 0
+    lines = status.stdout.splitlines()
+    assert "newer:     9999_from_the_future.sql" in lines and refused.removeprefix("error: ").rstrip() in lines
+    assert "pending:   -" in lines
+
+
 async def test_review_channel_migration_keeps_what_the_old_cursor_had_posted(empty_dsn: str) -> None:
     pool = await create_pool(empty_dsn)
     try:

@@ -1175,6 +1175,25 @@ async def test_a_sessions_told_lines_read_its_lines_not_the_campaigns(campaign: 
         assert await tx.db.fetchval(read, "session_entries") - before < 100
 
 
+async def test_a_public_name_the_plural_of_a_word_of_a_hidden_name_stays_plain_to_a_player(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """The secret Hotis's hidden name "Hosin Bastion" hid its rare word "bastion" and, as the mask hides a plural
+    too, the public faction Bastions: players lost its card ("no entity named 'Bastions'") and read "the [secret]
+    are a voluntary guard". A public name keeps a word from the mask however the mask would read it there."""
+    from memory.mcp_tools import CampaignTools
+
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Bastions", type=EntityType.faction, description="A voluntary guard."))
+    hotis = await g.add_entity(EntityIn(name="Hotis", type=EntityType.npc, visibility=Visibility.secret))
+    await g.hide_names(hotis.id, ["Hosin Bastion"])
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    card = await tools.entity_card("Bastions")
+    assert (card.name, card.description) == ("Bastions", "A voluntary guard.")
+    said = "The Bastions are more of a voluntary guard. Hosin Bastion sent Hotis."
+    assert (await g.player_mask())(said) == "The Bastions are more of a voluntary guard. [secret] sent [secret]."
+
+
 async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone(campaign: CampaignMemory) -> None:
     await campaign.graph.add_entity(
         EntityIn(

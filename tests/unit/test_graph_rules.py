@@ -200,6 +200,18 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
 
 
+def test_a_public_name_the_mask_would_read_as_a_plural_keeps_its_singular_from_the_mask() -> None:
+    """The mask hides a name's plural too: a public "Bastions" must keep "bastion" of the secret "Hosin Bastion"
+    plain, as a public "Bastion" did, and a public "Whispering Gates" the secret "Whispering Gate"."""
+    names = [("Hosin Bastion", True, "npc"), ("Bastions", False, "faction"), ("Hosin", False, None)]
+    assert names_to_mask(names, lambda w: 0.0) == ["Hosin Bastion"]
+    gates = [("Whispering Gate", True, "location"), ("Whispering Gates", False, "location")]
+    assert names_to_mask(gates, lambda w: 0.0) == []
+    assert unhidden_secrets(gates, ["Whispering Gates"]) == [("Whispering Gate", "Whispering Gates")]
+    # not the other way round: the mask of "Foxes" does not hide "Fox"
+    assert names_to_mask([("Marsh Foxes", True, "faction"), ("Fox", False, "npc")], lambda w: 0.0) == ["Marsh Foxes"]
+
+
 def test_the_type_an_import_names_a_second_record_by_is_no_word_to_hide() -> None:
     """An import names a private record sharing the public fort's name "Harrowgate (npc)": players must not read
     "[secret]" for every "npc" or "faction" said, yet the record's name is hidden whole, its ")" too."""
