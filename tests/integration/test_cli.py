@@ -1671,6 +1671,33 @@ def test_entity_list_fits_the_terminal_wrapping_long_names_and_aliases(lk) -> No
     assert " ".join(line[alias_column:].split("  ")[0] for line in listed[3:]).strip() == ", ".join(aliases)
 
 
+def test_entity_list_shows_the_first_by_name_and_says_how_many_more(lk, tmp_path: Path) -> None:
+    """A two-year campaign's 1,600 entities printed 3,232 lines, with no count: listed as `review list` lists."""
+    from bot.cli.entity import LIST_LIMIT
+
+    assert lk("campaign", "create", "C").returncode == 0
+    many = LIST_LIMIT + 5
+    (tmp_path / "w.yaml").write_text(
+        "entities:\n"
+        + "".join(f"  - {{name: Npc {n:03}, type: npc}}\n" for n in range(many))
+        + "  - {name: Ironhold, type: location}\n"
+    )
+    assert lk("campaign", "load", str(tmp_path / "w.yaml")).returncode == 0
+    listed = lk("entity", "list").stdout.splitlines()
+    assert [row.split()[:2] for row in listed[2:-1]] == [["Ironhold", "location"]] + [
+        ["Npc", f"{n:03}"] for n in range(LIST_LIMIT - 1)
+    ]
+    assert listed[-1] == f"… and 6 more of {many + 1} (--limit N or --all shows them, --type one kind)"
+    assert lk("entity", "list", "--limit", "2").stdout.splitlines()[-1].startswith(f"… and {many - 1} more of")
+    assert len(lk("entity", "list", "--all").stdout.splitlines()) == 2 + many + 1
+    npcs = lk("entity", "list", "--type", "npc").stdout.splitlines()
+    assert npcs[-1] == f"… and 5 more of {many} (--limit N or --all shows them)"
+    assert len(json.loads(lk("entity", "list", "--json").stdout)) == many + 1  # a script's, whole
+    assert len(json.loads(lk("entity", "list", "--json", "--limit", "3").stdout)) == 3
+    both = lk("entity", "list", "--all", "--limit", "3")
+    assert both.returncode == 2 and "--limit or --all, not both" in both.stderr
+
+
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     for name, kind in (("Eldrinax", "npc"), ("Ironhold", "place")):
