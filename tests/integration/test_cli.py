@@ -1127,6 +1127,26 @@ def test_search_for_nothing_is_a_usage_error_as_recall_is(lk, tmp_path: Path) ->
     assert "Mira poles the ferry." in lk("search", "ferry").stdout
 
 
+def test_search_shows_a_long_line_by_the_sentences_that_say_the_words(lk, tmp_path: Path) -> None:
+    """A DM's 400-word recap printed whole for each hit: 10 hits were 522 lines. Shown as recall shows a long line,
+    by the sentences around the words found (stemmed), with "…" where it goes on; `--full` and `--json` whole."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    opening = "Welcome back, everyone, and thank you all for coming out tonight to the table once again."
+    found = "Far to the north, three wyverns circle the broken tower, their shadows sweeping the snow."
+    rest = " ".join(f"The road bends past farm number {n} where nobody has seen anything strange." for n in range(4))
+    recap = f"{opening} {rest} {found} The party rests at the inn before the long climb ahead."
+    (tmp_path / "night.txt").write_text(f"DM: {recap}\nSam: A wyvern!\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1").returncode == 0
+    shown = " ".join(lk("search", "wyvern", env={"COLUMNS": "200"}).stdout.split())
+    assert f"…{found}…" in shown and "Welcome back" not in shown
+    assert "A wyvern!" in shown  # a short line, whole
+    assert opening in " ".join(lk("search", "wyvern", "--full", env={"COLUMNS": "200"}).stdout.split())
+    hits = json.loads(lk("search", "wyvern", "--json").stdout)
+    long = next(h for h in hits if h["speaker"] == "DM")
+    assert long["text"] == recap and recap[slice(*long["passage"])].startswith(found)
+    assert next(h for h in hits if h["speaker"] == "Sam")["passage"] is None
+
+
 def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_path: Path) -> None:
     """`recall --as Marsha` (for Marisha) answered as if no one asked, and `search --speaker Marsha` said "no
     matches": the DM could not tell a typo from a question the memory cannot answer."""
