@@ -8,9 +8,10 @@ Builds the campaign directly in an embedded PostgreSQL (COPY, no jobs): the enti
 campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; each session ``--lines`` Critical
 Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, with a
 warning), its passages (windows of 8 lines), a vector for each line and passage (random unit vectors: only timing
-matters), its recap (an event entity linked to the entities its lines name) and facts heard in it; ``--facts`` facts
-in all, skewed towards the first entities (Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts),
-secrets, and a few hundred items waiting for review. Then each DM command is timed through the core API, as the
+matters), the mention index and the jobs' progress as the chunk job leaves them, its recap (an event entity linked
+to the entities its lines name) and facts heard in it; ``--facts`` facts in all, skewed towards the first entities
+(Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items waiting
+for review. Then each DM command is timed through the core API, as the
 bot's cog calls it (median of ``--repeat`` runs; commands that write run once, inside a transaction rolled back
 afterwards, so ``--reuse`` finds the same campaign).
 """
