@@ -8,9 +8,10 @@ Builds the campaign directly in an embedded PostgreSQL (COPY, no jobs): the enti
 campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; each session ``--lines`` Critical
 Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, with a
 warning), its passages (windows of 8 lines), a vector for each line and passage (random unit vectors: only timing
-matters), its recap (an event entity linked to the entities its lines name) and facts heard in it; ``--facts`` facts
-in all, skewed towards the first entities (Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts),
-secrets, and a few hundred items waiting for review. Then each DM command is timed through the core API, as the
+matters), the mention index and the jobs' progress as the chunk job leaves them, its recap (an event entity linked
+to the entities its lines name) and facts heard in it; ``--facts`` facts in all, skewed towards the first entities
+(Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items waiting
+for review. Then each DM command is timed through the core API, as the
 bot's cog calls it (median of ``--repeat`` runs; commands that write run once, inside a transaction rolled back
 afterwards, so ``--reuse`` finds the same campaign).
 """
@@ -39,7 +40,7 @@ from campaigns.schema import EntitySpec
 from memory import jobs, semantic
 from memory.chunking import LINE_MIN_WORDS
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import of_mentions
 from memory.graph.took_part import link_to_recaps, told_in, unlink_unnamed
 from memory.models import EntityType
 from memory.recall import named_entities, recall
@@ -122,7 +123,7 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
             records=[(cid, ids[n], a) for n, _, aliases in specs for a in aliases],
         )
         order = [ids[n] for n, _, _ in specs]  # most mentioned first
-        gazetteer = Gazetteer(await mem.graph.list_entities())
+        gazetteer = of_mentions(await mem.graph.list_entities())  # the chunk job's (memory.jobs.chunk)
 
         # sessions, lines, passages, recaps -----------------------------------------------------------------
         source = crd3_lines()
@@ -159,13 +160,21 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
                 )
             ]
             first_entry[sid] = entry_ids[0]
+            # the mention index, as the chunk job writes it: who each line names (``Gazetteer.mentioned_ids`` of a
+            # line without corrections). Without it "where was X said" read every session's lines by full text.
+            mentions = [sorted({e.id for _, _, e in gazetteer.find(text, written=True)}) for _, text in lines]
+            await conn.copy_records_to_table(
+                "entity_mentions",
+                columns=["campaign_id", "entity_id", "entry_id", "session_id"],
+                records=[(cid, e, i, sid) for i, named_ids in zip(entry_ids, mentions, strict=True) for e in named_ids],
+            )
             chunks = []
             vectors = unit_vectors(len(range(0, args.lines, WINDOW - 2)), nrng)
             named: set[int] = set()
             for k, i in enumerate(range(0, args.lines, WINDOW - 2)):
                 window = lines[i : i + WINDOW]
                 text = "\n".join(f"{sp}: {t}" for sp, t in window)
-                mentioned = sorted({e.id for _, _, e in gazetteer.find(text)})
+                mentioned = sorted({e for named_ids in mentions[i : i + WINDOW] for e in named_ids})
                 named.update(mentioned)
                 chunks.append(
                     (
@@ -214,10 +223,11 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
             named_in[sid] = named
             await conn.execute(
                 "INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) "
-                "SELECT $1, $2, step, $3 FROM unnest(ARRAY['chunk', 'extract', 'summary']) step",
+                "SELECT $1, $2, step, $3 FROM unnest($4::text[]) step",
                 cid,
                 sid,
                 args.lines,
+                [jobs.CHUNK, jobs.EXTRACT, jobs.SUMMARY],  # the jobs' own steps: the mention index reads lk_chunk's
             )
             print(f"  session {s + 1}/{args.sessions} loaded", end="\r", flush=True)
         print()

@@ -24,7 +24,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = [["--help"], ["entity", "--help"], ["entity", "list"], ["campaign", "list"], ["search", "bell"]]
+COMMANDS = [
+    ["--help"],
+    ["entity", "--help"],
+    ["entity", "list"],
+    ["campaign", "list"],
+    ["search", "bell"],
+    ["db", "status"],
+]
 
 
 def timed(checkout: Path, data_dir: Path, args: list[str]) -> tuple[float, float]:

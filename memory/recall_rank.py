@@ -741,6 +741,20 @@ def passage_span(
     return span
 
 
+#: Words from which a line `search` found is shown by its passage: a DM's 400-word narration whole filled 40 rows.
+SEARCH_PASSAGE_FROM = 40
+
+
+def search_span(text: str, positions: Sequence[int]) -> tuple[int, int] | None:
+    """The characters a line `search` found shows (see :func:`passage_span`): the sentences where it first says a
+    word of the query (its tsvector ``positions``), with those said within a passage's words; None: the line whole,
+    of fewer than ``SEARCH_PASSAGE_FROM`` words."""
+    if not positions or len(text.split()) < SEARCH_PASSAGE_FROM:
+        return None
+    first = positions[0]
+    return passage_span(text, first, max(p for p in positions if p < first + PASSAGE_MIN_WORDS))
+
+
 def shown_passage(text: str, span: tuple[int, int], mask: Callable[[str], str] = str) -> str:
     """A long line as shown by its passage ``span`` (characters of ``text``), masked, with "…" where the line goes
     on. Masked piecewise only when that masks it exactly as whole (no secret name crosses a cut); else whole."""

@@ -972,6 +972,24 @@ class SessionLog:
         )
         return [EntryHit(**{k: r[k] for k in EntryHit.model_fields}) for r in rows]
 
+    async def said_at(self, query: str, entry_ids: Sequence[int]) -> dict[int, list[int]]:
+        """Where each of these lines says a word of ``query`` as :meth:`search` reads it (stemmed): their tsvector
+        positions, in order, by which ``recall_rank.passage_span`` shows a long line. A word the query says not
+        to say is not in a line it found (but beside an `or`)."""
+        rows = await self.db.fetch(
+            """
+            SELECT e.id, array_agg(p ORDER BY p) AS positions
+            FROM session_entries e, unnest(e.tsv) u, unnest(u.positions) p
+            WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[])
+              AND u.lexeme = ANY(tsvector_to_array(to_tsvector('english', searchable($3))))
+            GROUP BY e.id
+            """,
+            self.campaign_id,
+            list(entry_ids),
+            unicodedata.normalize("NFC", query),  # as search reads it
+        )
+        return {r["id"]: list(r["positions"]) for r in rows}
+
     async def saying(self, phrases: Sequence[str], session_ids: Sequence[int]) -> list[Entry]:
         """The lines of these sessions whose words may be one of ``phrases`` (full text, stemmed: more than say
         them, for a closer look), in session order. One index probe a phrase: the phrases OR'd into one query, the

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
-from bot.cli.worker import drained_showing
-from bot.settings import Settings
-from memory.db import (
-    EmbeddedPostgres,
-    NewerDatabaseError,
-    megabytes,
-    migrate,
-    migration_status,
-    switch_embedding,
-)
-from memory.jobs.context import JobContext, make_job_context
-from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors, stale_mentions
-from memory.jobs.worker import run_workers
-from memory.mentions import MENTION_RULES
-from memory.providers.embeddings import EmbeddingError
-from memory.store import Memory
+from memory.db import EmbeddedPostgres, NewerDatabaseError, megabytes, migrate, migration_status, switch_embedding
 from memory.text import counted
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+    from memory.jobs.context import JobContext
+    from memory.store import Memory
 
 
 @cli.group()
@@ -39,6 +31,9 @@ async def db_migrate(ctx: click.Context, as_json: bool) -> None:
 
     Refused while the bot, a worker or another command uses the embedded database: a worker of the older
     version would go on with the new version's jobs by its older rules."""
+    from memory.jobs.queue import stale_mentions
+    from memory.mentions import MENTION_RULES
+
     settings = settings_from(ctx)
     async with open_memory(settings, run_migrations=False) as memory:
         if not settings.database_url and (await migration_status(memory.pool))["pending"]:
@@ -96,6 +91,11 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
     Stop the bot and every `lorekeeper worker` first: one still on the old model takes re-embed jobs and fails
     them, leaving sessions without passages (then, with the new model: `lorekeeper jobs retry --all` and
     `lorekeeper worker --drain`)."""
+    # the workers (pgqueuer, numpy, the extraction pipeline: a second to import) only here: `db status` is quick
+    from bot.cli.worker import drained_showing
+    from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors
+    from memory.jobs.worker import run_workers
+
     settings = settings_from(ctx)
     async with open_memory(settings, run_migrations=False) as memory:
         status = await migration_status(memory.pool)
@@ -130,6 +130,9 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
 
 async def probe_embedder(memory: Memory, settings: Settings) -> JobContext:
     """The workers' context, once its embedder has embedded a text (the embedder checks the vector's size)."""
+    from memory.jobs.context import make_job_context
+    from memory.providers.embeddings import EmbeddingError
+
     try:
         context = make_job_context(memory, settings)
         await context.embedder.embed(["The party rests at the inn."])

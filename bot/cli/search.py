@@ -32,6 +32,7 @@ from memory.replies import no_lines_yet
     help="Only this session: its title, or 'last session', 'two sessions ago', 'session N'.",
 )
 @click.option("--limit", default=10, type=click.IntRange(min=1), show_default=True, help="Matching lines to show.")
+@click.option("--full", is_flag=True, help="Each line whole, not a long one's sentences around the words found.")
 @campaign_option
 @json_option
 @click.pass_context
@@ -42,6 +43,7 @@ async def search(
     speaker: str | None,
     session_title: str | None,
     limit: int,
+    full: bool,
     campaign: str | None,
     as_json: bool,
 ) -> None:
@@ -68,8 +70,11 @@ async def search(
         hits = await mem.log.search(text, session_id=session_id, speakers=speakers, excluded=excluded, limit=limit)
         by_id = {s.id: s for s in await mem.log.sessions()}
         empty = not hits and not await mem.log.has_lines()
-    if as_json:
-        emit_json(hits)
+        said_at = await mem.log.said_at(text, [h.id for h in hits])
+    # a long line by the sentences where it says the words, as recall shows one ("…" where it goes on)
+    spans = {h.id: rank.search_span(h.text, said_at.get(h.id, [])) for h in hits}
+    if as_json:  # each line whole, and the characters shown
+        emit_json([{**h.model_dump(mode="json"), "passage": spans[h.id]} for h in hits])
     elif not hits:
         click.echo(no_lines_yet(name) if empty else "no matches")  # "no matches" alone says the words were wrong
     else:
@@ -78,11 +83,11 @@ async def search(
                 [
                     where_said(by_id[h.session_id].title, h.start_s, h.ref, by_id[h.session_id].started_at),
                     h.speaker,
-                    h.text,
+                    h.text if full or (span := spans[h.id]) is None else rank.shown_passage(h.text, span),
                     h.ref or "",
                 ]
                 for h in hits
             ],
             ["where", "speaker", "text", "ref"],
-            wrap={2},  # each line whole
+            wrap={2},  # what is shown, whole
         )

@@ -1181,6 +1181,26 @@ def test_search_for_nothing_is_a_usage_error_as_recall_is(lk, tmp_path: Path) ->
     assert "Mira poles the ferry." in lk("search", "ferry").stdout
 
 
+def test_search_shows_a_long_line_by_the_sentences_that_say_the_words(lk, tmp_path: Path) -> None:
+    """A DM's 400-word recap printed whole for each hit: 10 hits were 522 lines. Shown as recall shows a long line,
+    by the sentences around the words found (stemmed), with "…" where it goes on; `--full` and `--json` whole."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    opening = "Welcome back, everyone, and thank you all for coming out tonight to the table once again."
+    found = "Far to the north, three wyverns circle the broken tower, their shadows sweeping the snow."
+    rest = " ".join(f"The road bends past farm number {n} where nobody has seen anything strange." for n in range(4))
+    recap = f"{opening} {rest} {found} The party rests at the inn before the long climb ahead."
+    (tmp_path / "night.txt").write_text(f"DM: {recap}\nSam: A wyvern!\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1").returncode == 0
+    shown = " ".join(lk("search", "wyvern", env={"COLUMNS": "200"}).stdout.split())
+    assert f"…{found}…" in shown and "Welcome back" not in shown
+    assert "A wyvern!" in shown  # a short line, whole
+    assert opening in " ".join(lk("search", "wyvern", "--full", env={"COLUMNS": "200"}).stdout.split())
+    hits = json.loads(lk("search", "wyvern", "--json").stdout)
+    long = next(h for h in hits if h["speaker"] == "DM")
+    assert long["text"] == recap and recap[slice(*long["passage"])].startswith(found)
+    assert next(h for h in hits if h["speaker"] == "Sam")["passage"] is None
+
+
 def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_path: Path) -> None:
     """`recall --as Marsha` (for Marisha) answered as if no one asked, and `search --speaker Marsha` said "no
     matches": the DM could not tell a typo from a question the memory cannot answer."""
@@ -1723,6 +1743,33 @@ def test_entity_list_fits_the_terminal_wrapping_long_names_and_aliases(lk) -> No
     assert listed[2].split() == ["Korvash", "npc", "A", "smith"]
     assert " ".join(line[: listed[0].index("type")].strip() for line in listed[3:]).strip() == name  # wrapped
     assert " ".join(line[alias_column:].split("  ")[0] for line in listed[3:]).strip() == ", ".join(aliases)
+
+
+def test_entity_list_shows_the_first_by_name_and_says_how_many_more(lk, tmp_path: Path) -> None:
+    """A two-year campaign's 1,600 entities printed 3,232 lines, with no count: listed as `review list` lists."""
+    from bot.cli.entity import LIST_LIMIT
+
+    assert lk("campaign", "create", "C").returncode == 0
+    many = LIST_LIMIT + 5
+    (tmp_path / "w.yaml").write_text(
+        "entities:\n"
+        + "".join(f"  - {{name: Npc {n:03}, type: npc}}\n" for n in range(many))
+        + "  - {name: Ironhold, type: location}\n"
+    )
+    assert lk("campaign", "load", str(tmp_path / "w.yaml")).returncode == 0
+    listed = lk("entity", "list").stdout.splitlines()
+    assert [row.split()[:2] for row in listed[2:-1]] == [["Ironhold", "location"]] + [
+        ["Npc", f"{n:03}"] for n in range(LIST_LIMIT - 1)
+    ]
+    assert listed[-1] == f"… and 6 more of {many + 1} (--limit N or --all shows them, --type one kind)"
+    assert lk("entity", "list", "--limit", "2").stdout.splitlines()[-1].startswith(f"… and {many - 1} more of")
+    assert len(lk("entity", "list", "--all").stdout.splitlines()) == 2 + many + 1
+    npcs = lk("entity", "list", "--type", "npc").stdout.splitlines()
+    assert npcs[-1] == f"… and 5 more of {many} (--limit N or --all shows them)"
+    assert len(json.loads(lk("entity", "list", "--json").stdout)) == many + 1  # a script's, whole
+    assert len(json.loads(lk("entity", "list", "--json", "--limit", "3").stdout)) == 3
+    both = lk("entity", "list", "--all", "--limit", "3")
+    assert both.returncode == 2 and "--limit or --all, not both" in both.stderr
 
 
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:

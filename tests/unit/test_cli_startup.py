@@ -53,6 +53,13 @@ def test_everyday_commands_do_not_load_voice_discord_or_vectors() -> None:
         assert loaded_after(f"import bot.cli.{module}") == set(), module
 
 
+def test_db_status_loads_no_worker() -> None:
+    """`db status` prints four lines, but its module imported the job worker (pgqueuer, numpy, the extraction
+    pipeline): 1.3 of its 1.8 s were imports. Only `db reembed` runs workers."""
+    assert loaded_after("import bot.cli.db") == set()
+    assert loaded_after("import bot.cli.db", ("memory.jobs.worker", "memory.extraction")) == set()
+
+
 def test_reading_the_campaign_loads_no_file_formats_or_name_matching() -> None:
     for module in ("entity", "campaign", "search"):
         assert loaded_after(f"import bot.cli.{module}", FILES_AND_MATCHING) == set(), module
