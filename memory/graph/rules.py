@@ -109,9 +109,9 @@ def names_to_mask(
     normalize = _normalize()
     names = list(names)
     # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
-    # public entity where it is said so, and tell that a secret one is spelled alike; so would hiding the public
-    # Whispering Gates, of which the mask reads it as the plural
-    readable = {form for name, secret, _ in names if not secret for form in singulars(spelled_alike(name))}
+    # public entity where it is said so, and tell that a secret one is spelled alike. Not a secret Raven beside the
+    # public Ravens: the mask reads "Ravens" as its plural, but unmasked, "Raven slips the duke a vial" told it
+    readable = {spelled_alike(name) for name, secret, _ in names if not secret}
     hidden = [(name, type) for name, secret, type in names if secret and spelled_alike(name) not in readable]
     misheard = [phrase for phrase in heard if spelled_alike(phrase) not in readable]
     # each word once: 20,000 names say a few thousand ("bastion" of the public Bastions too)
@@ -183,8 +183,8 @@ def unhidden_secrets(names: Iterable[tuple[str, bool, str | None]], of: Iterable
     alike, so it is never hidden ("The Gate" beside a public Gate), paired with that readable name: those where one
     of the two is a name ``of`` an entity just added or changed, for a warning to its DM."""
     names = list(names)
-    readable = {form: name for name, secret, _ in names if not secret for form in singulars(spelled_alike(name))}
-    mine = {form for name in of for form in singulars(spelled_alike(name))}
+    readable = {spelled_alike(name): name for name, secret, _ in names if not secret}
+    mine = {spelled_alike(name) for name in of}
     return sorted(
         {
             (name, readable[alike])

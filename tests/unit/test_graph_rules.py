@@ -202,12 +202,16 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
 
 def test_a_public_name_the_mask_would_read_as_a_plural_keeps_its_singular_from_the_mask() -> None:
     """The mask hides a name's plural too: a public "Bastions" must keep "bastion" of the secret "Hosin Bastion"
-    plain, as a public "Bastion" did, and a public "Whispering Gates" the secret "Whispering Gate"."""
+    plain, as a public "Bastion" did. Not a secret whole name: a secret "Raven" beside the public "Ravens" stays
+    hidden (unmasked, "Raven slips the duke a vial" told players the secret)."""
     names = [("Hosin Bastion", True, "npc"), ("Bastions", False, "faction"), ("Hosin", False, None)]
     assert names_to_mask(names, lambda w: 0.0) == ["Hosin Bastion"]
-    gates = [("Whispering Gate", True, "location"), ("Whispering Gates", False, "location")]
-    assert names_to_mask(gates, lambda w: 0.0) == []
-    assert unhidden_secrets(gates, ["Whispering Gates"]) == [("Whispering Gate", "Whispering Gates")]
+    ravens = [("Raven", True, "npc"), ("The Ravens", False, "faction")]
+    assert names_to_mask(ravens, lambda w: 0.0) == ["Raven"]
+    assert unhidden_secrets(ravens, ["The Ravens"]) == []
+    from memory.graph import SecretMask
+
+    assert SecretMask(["Raven"])("Raven slips the duke a vial.") == "[secret] slips the duke a vial."
     # not the other way round: the mask of "Foxes" does not hide "Fox"
     assert names_to_mask([("Marsh Foxes", True, "faction"), ("Fox", False, "npc")], lambda w: 0.0) == ["Marsh Foxes"]
 
