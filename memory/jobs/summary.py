@@ -104,9 +104,11 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
 def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
     """The characters whose player (``played_by``, one name or several) speaks in the session: a character
     played at the table takes part in it, named or not. Not a player's who plays several (Grog and Fjord, both
-    TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say")."""
+    TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say").
+    Player characters only: an npc a player voices now and then took part when its lines name it."""
     speakers = {e.speaker.casefold() for e in entries}
-    return [ids[0] for player, ids in _characters(entities).items() if player in speakers and len(ids) == 1]
+    pcs = [e for e in entities if e.type == EntityType.player]
+    return [ids[0] for player, ids in _characters(pcs).items() if player in speakers and len(ids) == 1]
 
 
 def _characters(entities: Sequence[Entity]) -> dict[str, list[int]]:

@@ -196,6 +196,20 @@ async def test_a_players_npc_labels_their_lines_alike_in_recall_and_the_recap(
     assert "Sam (Kash Vord): " in recap and "Sam: " not in recap, recap
 
 
+async def test_a_player_who_voices_an_npc_too_still_has_their_character_take_part(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """Travis plays Grog and now and then voices the npc Old Tom (``played_by`` on both): Grog, played at the table,
+    took part in a session where Travis speaks, as before Old Tom counted among his characters."""
+    grog = await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, attributes={"played_by": "TRAVIS"})
+    )
+    await campaign.graph.add_entity(EntityIn(name="Old Tom", type=EntityType.npc, attributes={"played_by": "TRAVIS"}))
+    await played(memory, campaign, "Five", [*FILLER, ("TRAVIS", "I smash the mill's door down.")])
+    facts = await campaign.graph.relationships_of(grog.id)
+    assert any(r.type == "took_part_in" for r in facts), facts
+
+
 async def test_what_a_character_said_in_a_session_lists_their_lines(memory: Memory, campaign: CampaignMemory) -> None:
     """ "What did Grog say last session?" left no word to search once the speaker and the session were read:
     nothing found, or lines by how near "say" they were. His lines of that session answer it, story first."""
