@@ -126,10 +126,13 @@ def _players_facts() -> str:
     ),
     -- the facts that may close them, read once (a subquery per closed fact read a busy character's thousands of
     -- facts again each time), keyed by the end and types the rule compares: one hash join, not a loop
+    -- (by either end, each by its index: an OR of the two read every fact of the campaign)
     said AS MATERIALIZED (
         SELECT c.id, c.source_id, c.target_id, c.type, c.value, c.valid_from FROM relationships c
-        WHERE c.campaign_id = $1 AND (c.source_id IN (SELECT ow_source FROM closed)
-                                      OR c.target_id IN (SELECT ow_source FROM closed)) AND {SEEN.format(f="c")}
+        WHERE c.campaign_id = $1 AND c.source_id IN (SELECT ow_source FROM closed) AND {SEEN.format(f="c")}
+        UNION
+        SELECT c.id, c.source_id, c.target_id, c.type, c.value, c.valid_from FROM relationships c
+        WHERE c.campaign_id = $1 AND c.target_id IN (SELECT ow_source FROM closed) AND {SEEN.format(f="c")}
     ),
     keyed AS MATERIALIZED (
         SELECT said.*, said.source_id AS ow_end, false AS turned FROM said
